@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` (the main job) and `make test`.
+# Each sets up everything it needs on a fresh Debian machine with Python 3.11.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Layer and builder tests run on both backends; text and serving tests use
+# TensorFlow only (they skip themselves on other backends).
+BACKEND_TESTS ?= tests
+
+.PHONY: setup demo test lint test-tensorflow test-jax clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/keras-seq demo
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test-tensorflow: setup
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q $(BACKEND_TESTS)
+
+test-jax: setup
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -q $(BACKEND_TESTS)
+
+test: lint test-tensorflow test-jax
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

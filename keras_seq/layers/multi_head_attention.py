@@ -1,0 +1,394 @@
+"""Multi-head attention with boolean masks and a key/value cache.
+
+Shape legend:
+    B: batch size
+    T: query length
+    S: key/value length
+    D: model width (query feature size)
+    N: number of heads
+    H: head width for keys and queries (`key_dim`)
+    V: head width for values (`value_dim`)
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_seq import masks as masks_lib
+
+IMPLEMENTATIONS = ("auto", "fused", "explicit")
+
+
+def _check_rank(x, rank, name, layout):
+    if x is not None and len(x.shape) != rank:
+        raise ValueError(
+            f"`{name}` must have rank {rank}, shape {layout}; "
+            f"received shape {tuple(x.shape)}."
+        )
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+def _static_dim(x, axis):
+    dim = x.shape[axis]
+    return None if dim is None else int(dim)
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product attention, Eq. (7.25)–(7.27).
+
+    Each head `h` projects queries, keys and values with its own `W_q^h`,
+    `W_k^h`, `W_v^h`, attends with scores `q·k / sqrt(key_dim)` and the heads
+    are combined by `W_c` (Eq. 7.26; summing `W_c^h u^h` over heads is the
+    same as concatenating the heads and applying one matrix).
+
+    Masks are boolean with `True` meaning "may attend". Padding masks arrive
+    implicitly from `mask_zero` embeddings (`query_mask`, `value_mask`) or
+    explicitly; `attention_mask` (B, T, S) and the causal mask are merged
+    with them by logical AND. A query row that may attend to no key returns
+    a zero vector (and zero gradients), never NaN.
+
+    Two numerically equivalent paths compute the attention: a fused one
+    through `keras.ops.dot_product_attention`, and an explicit einsum and
+    softmax, used when attention scores are returned or attention dropout
+    is active.
+
+    Args:
+        num_heads: int, number of heads N.
+        key_dim: int, head width H of queries and keys (m in the book).
+        value_dim: int, head width V of values (m_v). Defaults to `key_dim`.
+        dropout: float, dropout rate on the attention weights.
+        use_bias: bool, whether the four projections have biases. `False`
+            reproduces the book's parameter counts (Eq. 7.32).
+        output_dim: int, width of the output. Defaults to the query width.
+        attention_implementation: `"auto"`, `"fused"` or `"explicit"`.
+        kernel_initializer: initializer for the projection kernels.
+        bias_initializer: initializer for the projection biases.
+        **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        query: (B, T, D) tensor.
+        value: (B, S, D_v) tensor. May be `None` when a precomputed `cache`
+            is given without `cache_update_index` (cross attention).
+        key: (B, S, D_k) tensor, defaults to `value`.
+        query_mask: (B, T) boolean padding mask of the queries.
+        value_mask: (B, S) boolean padding mask of the keys and values.
+        key_mask: (B, S) boolean; overrides `value_mask` for the keys.
+        attention_mask: (B, T, S) boolean mask.
+        use_causal_mask: bool; queries attend only to keys at or before
+            their own position, bottom-right aligned (or from
+            `cache_update_index` when a cache is updated).
+        cache: (B, 2, S, N, H) stacked keys and values. With
+            `cache_update_index` the new keys and values are written at that
+            index (self attention while decoding); without it the cache is
+            used as is (cross attention over a fixed source). While a cache
+            is updated, implicit key masks of the new tokens are ignored:
+            pass key padding of the cache through `attention_mask`.
+        cache_update_index: int or scalar tensor, where the new keys go.
+        return_attention_scores: bool, also return the (B, N, T, S) weights.
+        training: bool, whether dropout is active.
+
+    Returns:
+        `output` (B, T, output_dim); with `return_attention_scores` also the
+        scores; with `cache` also the (possibly updated) cache, last.
+
+    Example:
+    >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    >>> x = keras.random.normal((1, 5, 8))
+    >>> layer(x, x, use_causal_mask=True).shape
+    (1, 5, 8)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        output_dim=None,
+        attention_implementation="auto",
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("num_heads", num_heads), ("key_dim", key_dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"`{name}` must be a positive integer; received {value!r}."
+                )
+        if value_dim is not None and (
+            not isinstance(value_dim, int) or value_dim <= 0
+        ):
+            raise ValueError(
+                f"`value_dim` must be a positive integer or None; "
+                f"received {value_dim!r}."
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        if attention_implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"`attention_implementation` must be one of {IMPLEMENTATIONS}; "
+                f"received {attention_implementation!r}."
+            )
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim if value_dim is not None else key_dim
+        self.dropout = dropout
+        self.use_bias = use_bias
+        self.output_dim = output_dim
+        self.attention_implementation = attention_implementation
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def _dense(self, equation, output_shape, bias_axes, name):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            # A fresh initializer per projection, so that seeded ones do not
+            # hand the same values to every head's matrices.
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        if value_shape is None:
+            value_shape = query_shape
+        if key_shape is None:
+            key_shape = value_shape
+        query_dim = query_shape[-1]
+        output_dim = self.output_dim or query_dim
+        n, h, v = self.num_heads, self.key_dim, self.value_dim
+        # (B, T, D) x (D, N, H) -> (B, T, N, H)
+        self._query_dense = self._dense(
+            "btd,dnh->btnh", (None, n, h), "nh", "query"
+        )
+        self._query_dense.build(query_shape)
+        self._key_dense = self._dense("bsd,dnh->bsnh", (None, n, h), "nh", "key")
+        self._key_dense.build(key_shape)
+        self._value_dense = self._dense(
+            "bsd,dnh->bsnh", (None, n, v), "nh", "value"
+        )
+        self._value_dense.build(value_shape)
+        # (B, T, N, V) x (N, V, D) -> (B, T, D)
+        self._output_dense = self._dense(
+            "btnv,nvd->btd", (None, output_dim), "d", "attention_output"
+        )
+        self._output_dense.build(tuple(query_shape[:-1]) + (n, v))
+        self._dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy
+        )
+        self.built = True
+
+    # Masks.
+
+    def _attention_mask(
+        self,
+        query,
+        keys,
+        query_mask,
+        key_mask,
+        attention_mask,
+        use_causal_mask,
+        causal_offset,
+    ):
+        batch = _static_dim(query, 0)
+        query_length = _static_dim(query, 1)
+        key_length = _static_dim(keys, 1)
+        masks_lib.check_mask_shape(query_mask, "query_mask", (batch, query_length))
+        masks_lib.check_mask_shape(key_mask, "value_mask", (batch, key_length))
+        masks_lib.check_mask_shape(
+            attention_mask, "attention_mask", (batch, query_length, key_length)
+        )
+        causal = None
+        if use_causal_mask:
+            causal = masks_lib.causal_mask(
+                ops.shape(query)[1], ops.shape(keys)[1], offset=causal_offset
+            )[None]  # (1, T, S)
+        return masks_lib.merge_masks(
+            masks_lib.attention_mask_from_padding(query_mask, key_mask),
+            attention_mask,
+            causal,
+        )
+
+    # Attention.
+
+    def _use_fused(self, return_attention_scores, training):
+        if self.attention_implementation == "explicit":
+            return False
+        if return_attention_scores:
+            return False
+        if training and self.dropout > 0:
+            return False
+        return True
+
+    def _explicit_attention(self, query, key, value, mask, training):
+        # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
+        scores = ops.einsum("btnh,bsnh->bnts", query, key)
+        scores = ops.multiply(
+            scores, ops.cast(1.0 / math.sqrt(self.key_dim), scores.dtype)
+        )
+        # Softmax in float32: float16 logits lose the small differences that
+        # decide the weights, and its range is too short for masked values.
+        scores = ops.cast(scores, "float32")
+        if mask is not None:
+            scores = ops.where(
+                mask[:, None, :, :], scores, masks_lib.masked_value("float32")
+            )
+        weights = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        if mask is not None:
+            weights = ops.where(mask[:, None, :, :], weights, 0)
+        dropped = self._dropout_layer(weights, training=training)
+        # (B, N, T, S) x (B, S, N, V) -> (B, T, N, V)
+        context = ops.einsum("bnts,bsnv->btnv", dropped, value)
+        return context, weights
+
+    def _fused_attention(self, query, key, value, mask):
+        if mask is not None:
+            mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
+        return ops.dot_product_attention(
+            query, key, value, mask=mask, scale=1.0 / math.sqrt(self.key_dim)
+        )
+
+    # Cache.
+
+    def compute_cache(self, value, key=None):
+        """Keys and values of a fixed source, stacked as (B, 2, S, N, H).
+
+        Used for cross attention while decoding: computed once per source,
+        then passed as `cache` (without `cache_update_index`) at every step.
+        """
+        if self.value_dim != self.key_dim:
+            raise ValueError(
+                "A cache stacks keys and values, so `value_dim` must equal "
+                f"`key_dim`; received key_dim={self.key_dim}, "
+                f"value_dim={self.value_dim}."
+            )
+        key = value if key is None else key
+        return ops.stack(
+            [self._key_dense(key), self._value_dense(value)], axis=1
+        )
+
+    def _keys_and_values(self, value, key, cache, cache_update_index):
+        if cache is None:
+            if cache_update_index is not None:
+                raise ValueError(
+                    "`cache_update_index` was given without a `cache`; pass "
+                    "both, or neither."
+                )
+            return self._key_dense(key), self._value_dense(value), None
+        _check_rank(cache, 5, "cache", "(batch_size, 2, length, num_heads, "
+                    "key_dim)")
+        expected = (None, 2, None, self.num_heads, self.key_dim)
+        masks_lib.check_mask_shape(cache, "cache", expected)
+        key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
+        if cache_update_index is None:
+            return key_cache, value_cache, cache
+        start = [0, cache_update_index, 0, 0]
+        key = ops.slice_update(key_cache, start, self._key_dense(key))
+        value = ops.slice_update(value_cache, start, self._value_dense(value))
+        return key, value, ops.stack([key, value], axis=1)
+
+    def call(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        _check_rank(query, 3, "query", "(batch_size, query_length, dim)")
+        if value is None and (cache is None or cache_update_index is not None):
+            raise ValueError("`value` is required unless a fixed `cache` is given.")
+        if key is None:
+            key = value
+        _check_rank(value, 3, "value", "(batch_size, value_length, dim)")
+        _check_rank(key, 3, "key", "(batch_size, key_length, dim)")
+        if value is not None:
+            key_len, value_len = _static_dim(key, 1), _static_dim(value, 1)
+            if None not in (key_len, value_len) and key_len != value_len:
+                raise ValueError(
+                    "`key` and `value` must have the same length; received "
+                    f"key shape {tuple(key.shape)} and value shape "
+                    f"{tuple(value.shape)}."
+                )
+        if key_mask is None:
+            key_mask = value_mask
+        updating = cache is not None and cache_update_index is not None
+        if updating:
+            key_mask = None  # The keys are the cache's, not the new tokens'.
+
+        query_heads = self._query_dense(query)  # (B, T, N, H)
+        keys, values, cache = self._keys_and_values(
+            value, key, cache, cache_update_index
+        )  # (B, S, N, H), (B, S, N, V)
+        mask = self._attention_mask(
+            query,
+            keys,
+            query_mask,
+            key_mask,
+            attention_mask,
+            use_causal_mask,
+            causal_offset=cache_update_index if updating else None,
+        )
+        if self._use_fused(return_attention_scores, training):
+            context = self._fused_attention(query_heads, keys, values, mask)
+            scores = None
+        else:
+            context, scores = self._explicit_attention(
+                query_heads, keys, values, mask, training
+            )
+        output = self._output_dense(context)  # (B, T, D)
+        if mask is not None:
+            # A query with no key to attend to gets a zero vector: the softmax
+            # over an all-masked row is uniform, not zero, and the output
+            # bias would leak through as well.
+            has_key = ops.any(mask, axis=-1)[:, :, None]  # (B, T, 1)
+            output = ops.where(has_key, output, ops.zeros_like(output))
+
+        outputs = (output,)
+        if return_attention_scores:
+            outputs += (scores,)
+        if cache is not None:
+            outputs += (cache,)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "attention_implementation": self.attention_implementation,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

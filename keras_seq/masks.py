@@ -1,0 +1,169 @@
+"""The one place where masks are built and merged.
+
+Every mask in keras-seq is boolean and `True` means "may attend" or "is a
+real token". Shapes:
+
+- B: batch size
+- T: query (target) length
+- S: key (source) length
+
+A padding mask is (B, T); an attention mask is (B, T, S). Masks are merged
+with a logical AND, so any mask can only remove positions, never add them.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+PADDING_ID = 0
+
+
+def _is_integer_dtype(dtype):
+    dtype = keras.backend.standardize_dtype(dtype)
+    return dtype.startswith("int") or dtype.startswith("uint")
+
+
+def check_token_ids(token_ids, name="token_ids", vocabulary_size=None):
+    """Validate a batch of token ids: rank 2 and an integer dtype.
+
+    Args:
+        token_ids: tensor of shape (B, T).
+        name: the argument name to cite in the error message.
+        vocabulary_size: optional; when the ids are concrete (eager), ids
+            outside `[0, vocabulary_size)` are refused.
+
+    Raises:
+        ValueError: on a wrong rank, a float dtype, or ids out of range.
+    """
+    shape = tuple(token_ids.shape)
+    if len(shape) != 2:
+        raise ValueError(
+            f"`{name}` must have rank 2, shape (batch_size, sequence_length); "
+            f"received shape {shape}."
+        )
+    dtype = keras.backend.standardize_dtype(token_ids.dtype)
+    if not _is_integer_dtype(dtype):
+        raise ValueError(
+            f"`{name}` must hold integer token ids (int32 or int64); "
+            f"received dtype {dtype}."
+        )
+    if vocabulary_size is not None and _is_concrete(token_ids):
+        values = np.asarray(ops.convert_to_numpy(token_ids))
+        if values.size and (values.min() < 0 or values.max() >= vocabulary_size):
+            raise ValueError(
+                f"`{name}` must lie in [0, {vocabulary_size}) "
+                f"(vocabulary_size={vocabulary_size}); received values in "
+                f"[{values.min()}, {values.max()}]."
+            )
+
+
+def _is_concrete(x):
+    """True for eager tensors whose values can be read without tracing."""
+    if isinstance(x, np.ndarray):
+        return True
+    try:
+        ops.convert_to_numpy(x)
+    except Exception:  # Tracers and symbolic tensors cannot be read.
+        return False
+    return True
+
+
+def padding_mask(token_ids, padding_id=PADDING_ID):
+    """Padding mask of shape (B, T): True where `token_ids != padding_id`."""
+    check_token_ids(token_ids)
+    return ops.not_equal(token_ids, padding_id)
+
+
+def causal_mask(query_length, key_length, offset=None, batch_size=None):
+    """Causal mask, bottom-right aligned, with an optional cache offset.
+
+    Query position `i` sits at absolute position `offset + i` and may attend
+    to key positions `j <= offset + i` (Eq. 7.27: later keys are masked).
+    Without an offset the query is aligned with the *end* of the keys,
+    `offset = key_length - query_length`, which is what a query chunk
+    appended to a cache of earlier keys needs; with equal lengths this is the
+    usual lower-triangular mask.
+
+    Args:
+        query_length: T, an int or a scalar tensor.
+        key_length: S, an int or a scalar tensor.
+        offset: absolute position of the first query, e.g. the cache update
+            index during decoding. An int or a scalar tensor.
+        batch_size: if given, the mask is broadcast to (B, T, S).
+
+    Returns:
+        A boolean tensor of shape (T, S), or (B, T, S) with `batch_size`.
+    """
+    if offset is None:
+        offset = key_length - query_length
+    i = ops.arange(query_length, dtype="int32")[:, None]  # (T, 1)
+    i = i + ops.cast(offset, "int32")
+    j = ops.arange(key_length, dtype="int32")[None, :]  # (1, S)
+    mask = ops.greater_equal(i, j)  # (T, S)
+    if batch_size is not None:
+        mask = ops.broadcast_to(mask[None], (batch_size, query_length, key_length))
+    return mask
+
+
+def merge_masks(*masks):
+    """Logical AND of the given boolean masks, skipping `None`.
+
+    Masks broadcast against each other, so a (B, 1, S) key mask merges with
+    a (T, S) causal mask into (B, T, S). Returns `None` if all are `None`.
+    """
+    merged = None
+    for mask in masks:
+        if mask is None:
+            continue
+        mask = ops.cast(mask, "bool")
+        merged = mask if merged is None else ops.logical_and(merged, mask)
+    return merged
+
+
+def attention_mask_from_padding(query_mask=None, key_mask=None):
+    """(B, T, S) attention mask from (B, T) query and (B, S) key masks."""
+    query_part = None if query_mask is None else ops.cast(query_mask, "bool")
+    key_part = None if key_mask is None else ops.cast(key_mask, "bool")
+    if query_part is not None:
+        query_part = query_part[:, :, None]  # (B, T, 1)
+    if key_part is not None:
+        key_part = key_part[:, None, :]  # (B, 1, S)
+    return merge_masks(query_part, key_part)
+
+
+def masked_value(dtype):
+    """A large negative logit for masked positions, safe in `dtype`.
+
+    Chosen from the dtype's range instead of a hard-coded constant, which
+    overflows to -inf in float16. The margin (0.7 of the most negative value)
+    keeps `logit - max_logit` finite when every key of a row is masked.
+    """
+    dtype = keras.backend.standardize_dtype(dtype)
+    return float(np.finfo(_numpy_dtype(dtype)).min) * 0.7
+
+
+def _numpy_dtype(dtype):
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(dtype)
+
+
+def check_mask_shape(mask, name, expected_shape):
+    """Raise if the statically known dims of `mask` differ from `expected`.
+
+    `expected_shape` may hold `None` for dims that are not checked.
+    """
+    if mask is None:
+        return
+    shape = tuple(mask.shape)
+    ok = len(shape) == len(expected_shape) and all(
+        e is None or s is None or int(s) == int(e)
+        for s, e in zip(shape, expected_shape)
+    )
+    if not ok:
+        readable = tuple("?" if e is None else e for e in expected_shape)
+        raise ValueError(
+            f"`{name}` must have shape {readable}; received shape {shape}."
+        )

@@ -1,0 +1,1 @@
+"""Ready builders that combine keras-seq layers with the functional API."""
