@@ -1,0 +1,165 @@
+"""What the Transformer encoder and decoder blocks share.
+
+Both blocks of Fig. 7.15 are built from the same parts: multi-head
+attention, dropout, a residual connection and layer normalization around
+each sublayer (Eq. 7.31), and a position-wise feed-forward network. This
+base class holds their hyperparameters, validation and factories; the
+public blocks tell the residual story in their own `call()`.
+"""
+
+import keras
+
+from keras_seq.layers.multi_head_attention import MultiHeadAttention
+from keras_seq.layers.positionwise_feed_forward import PositionwiseFeedForward
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+class TransformerBlock(keras.layers.Layer):
+    """Base of `TransformerEncoderBlock` and `TransformerDecoderBlock`.
+
+    Args:
+        num_heads: int, number of attention heads H.
+        ff_dim: int, hidden width of the feed-forward network (N_1).
+        key_dim: int, head width of queries and keys (m). Defaults to
+            `model_dim // num_heads`, which `num_heads` must divide.
+        value_dim: int, head width of values (m_v). Defaults to `key_dim`.
+        dropout: float, dropout after each sublayer and on attention weights.
+        activation: activation of the feed-forward hidden layer.
+        norm_first: bool. `False` normalizes after each residual sum, as in
+            the book and the original paper (post-norm); `True` normalizes
+            the input of each sublayer (pre-norm), which trains deep stacks
+            without warm-up tricks.
+        attention_bias: bool, whether attention projections have biases.
+        layer_norm_epsilon: float, epsilon of the layer normalizations.
+        kernel_initializer: initializer of all kernels.
+        bias_initializer: initializer of all biases.
+        attention_implementation: `"auto"`, `"fused"` or `"explicit"`, see
+            `MultiHeadAttention`.
+        **kwargs: base `keras.layers.Layer` arguments.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        ff_dim,
+        key_dim=None,
+        value_dim=None,
+        dropout=0.0,
+        activation="relu",
+        norm_first=False,
+        attention_bias=True,
+        layer_norm_epsilon=1e-5,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        attention_implementation="auto",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("num_heads", num_heads), ("ff_dim", ff_dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"`{name}` must be a positive integer; received {value!r}."
+                )
+        for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(
+                    f"`{name}` must be a positive integer or None; "
+                    f"received {value!r}."
+                )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        self.num_heads = num_heads
+        self.ff_dim = ff_dim
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.dropout = dropout
+        self.activation = keras.activations.get(activation)
+        self.norm_first = norm_first
+        self.attention_bias = attention_bias
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.attention_implementation = attention_implementation
+        self.supports_masking = True
+
+    def _head_dims(self, model_dim):
+        """(key_dim, value_dim) for a block of width `model_dim`."""
+        key_dim = self.key_dim
+        if key_dim is None:
+            if model_dim % self.num_heads != 0:
+                raise ValueError(
+                    f"`num_heads` must divide the model width when `key_dim` "
+                    f"is not given; received num_heads={self.num_heads} and "
+                    f"width {model_dim} (expected a width divisible by "
+                    f"{self.num_heads})."
+                )
+            key_dim = model_dim // self.num_heads
+        return key_dim, self.value_dim or key_dim
+
+    def _attention(self, model_dim, name):
+        key_dim, value_dim = self._head_dims(model_dim)
+        return MultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            value_dim=value_dim,
+            dropout=self.dropout,
+            use_bias=self.attention_bias,
+            attention_implementation=self.attention_implementation,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _layer_norm(self, name):
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+
+    def _dropout_layer(self, name):
+        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+
+    def _feed_forward(self, name):
+        return PositionwiseFeedForward(
+            self.ff_dim,
+            activation=self.activation,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    @staticmethod
+    def _check_sequence(x, name):
+        if x is not None and len(x.shape) != 3:
+            raise ValueError(
+                f"`{name}` must have rank 3, shape (batch_size, "
+                f"sequence_length, dim); received shape {tuple(x.shape)}."
+            )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "ff_dim": self.ff_dim,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "norm_first": self.norm_first,
+                "attention_bias": self.attention_bias,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "attention_implementation": self.attention_implementation,
+            }
+        )
+        return config

@@ -1,0 +1,245 @@
+"""The Transformer decoder block, Fig. 7.15 (b).
+
+Shape legend:
+    B: batch size
+    T: decoder (target) length
+    S: encoder (source) length
+    D: model width
+    N: number of heads
+    H: head width
+    L: cache length (the longest sequence to decode)
+"""
+
+import keras
+
+from keras_seq import masks as masks_lib
+from keras_seq.layers.transformer_block import TransformerBlock
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class TransformerDecoderBlock(TransformerBlock):
+    """Causal self attention, cross attention and a feed-forward network.
+
+    The block of Fig. 7.15 (b): causal multi-head self attention (masking,
+    Eq. 7.27), cross attention whose keys and values are the encoder output
+    (Eq. 7.33) and whose key mask is the *encoder's* padding mask, and the
+    position-wise feed-forward network, each followed by a residual sum and
+    layer normalization (or preceded by it, with `norm_first`). With the
+    book's sizes and no attention biases it has exactly 4,199,936
+    parameters. Built without an encoder sequence it has no cross
+    attention, which is the block of a decoder-only language model.
+
+    For incremental decoding, pass `self_attention_cache` (B, 2, L, N, H)
+    with `self_attention_cache_update_index`: the keys and values of the new
+    tokens are written into the cache and the causal mask starts at that
+    index. Cross-attention keys and values depend only on the source, so
+    they are computed once (returned as `cross_cache` on the first step)
+    and passed back as `cross_attention_cache` afterwards.
+
+    Args:
+        See `TransformerBlock`.
+
+    Call arguments:
+        decoder_sequence: (B, T, D) tensor.
+        encoder_sequence: (B, S, D_enc) tensor, or `None` for a block
+            without cross attention.
+        decoder_padding_mask: (B, T) boolean; defaults to the implicit mask
+            of `decoder_sequence`.
+        encoder_padding_mask: (B, S) boolean, the key mask of cross
+            attention; defaults to the implicit mask of `encoder_sequence`.
+        self_attention_cache: (B, 2, L, N, H) keys and values so far.
+        self_attention_cache_update_index: int or scalar tensor, the
+            position of the first new token.
+        cross_attention_cache: (B, 2, S, N, H) precomputed cross-attention
+            keys and values.
+        use_causal_mask: bool, mask future positions in self attention.
+        return_attention_scores: bool, also return the cross-attention
+            weights (B, N, T, S), as plotted in Fig. 7.11.
+        training: bool, whether dropout is active.
+
+    Returns:
+        `output` (B, T, D); `(output, self_cache, cross_cache)` when a cache
+        is passed. With `return_attention_scores`, the cross-attention
+        weights are appended.
+
+    Example:
+    >>> block = TransformerDecoderBlock(num_heads=2, ff_dim=16)
+    >>> x, z = keras.ops.ones((2, 4, 8)), keras.ops.ones((2, 6, 8))
+    >>> block(x, z).shape
+    (2, 4, 8)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017.
+    """
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        model_dim = decoder_sequence_shape[-1]
+        self._self_attention = self._attention(model_dim, "self_attention")
+        self._self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
+        self._self_attention_norm = self._layer_norm("self_attention_layer_norm")
+        self._self_attention_norm.build(decoder_sequence_shape)
+        self._self_attention_dropout = self._dropout_layer(
+            "self_attention_dropout"
+        )
+        self._cross_attention = None
+        if encoder_sequence_shape is not None:
+            self._cross_attention = self._attention(model_dim, "cross_attention")
+            self._cross_attention.build(
+                decoder_sequence_shape, encoder_sequence_shape
+            )
+            self._cross_attention_norm = self._layer_norm(
+                "cross_attention_layer_norm"
+            )
+            self._cross_attention_norm.build(decoder_sequence_shape)
+            self._cross_attention_dropout = self._dropout_layer(
+                "cross_attention_dropout"
+            )
+        self._feed_forward_layer = self._feed_forward("feed_forward")
+        self._feed_forward_layer.build(decoder_sequence_shape)
+        self._feed_forward_norm = self._layer_norm("feed_forward_layer_norm")
+        self._feed_forward_norm.build(decoder_sequence_shape)
+        self._feed_forward_dropout = self._dropout_layer("feed_forward_dropout")
+        self.built = True
+
+    def compute_cross_attention_cache(self, encoder_sequence):
+        """Cross-attention keys and values of a source, (B, 2, S, N, H)."""
+        if self._cross_attention is None:
+            raise ValueError(
+                "This block was built without cross attention (no "
+                "`encoder_sequence`), so it has no cross-attention cache."
+            )
+        return self._cross_attention.compute_cache(encoder_sequence)
+
+    def _check_inputs(
+        self,
+        decoder_sequence,
+        encoder_sequence,
+        decoder_padding_mask,
+        encoder_padding_mask,
+        cross_attention_cache,
+    ):
+        self._check_sequence(decoder_sequence, "decoder_sequence")
+        self._check_sequence(encoder_sequence, "encoder_sequence")
+        batch, length = decoder_sequence.shape[0], decoder_sequence.shape[1]
+        masks_lib.check_mask_shape(
+            decoder_padding_mask, "decoder_padding_mask", (batch, length)
+        )
+        if encoder_sequence is not None:
+            masks_lib.check_mask_shape(
+                encoder_padding_mask,
+                "encoder_padding_mask",
+                (batch, encoder_sequence.shape[1]),
+            )
+        has_source = encoder_sequence is not None or (
+            cross_attention_cache is not None
+        )
+        if self._cross_attention is not None and not has_source:
+            raise ValueError(
+                "This block was built with cross attention, so it needs "
+                "`encoder_sequence` (B, S, D) or `cross_attention_cache`; "
+                "received neither."
+            )
+        if self._cross_attention is None and has_source:
+            raise ValueError(
+                "This block was built without cross attention; received an "
+                "`encoder_sequence` or `cross_attention_cache` it cannot use."
+            )
+
+    def call(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        decoder_padding_mask=None,
+        encoder_padding_mask=None,
+        self_attention_cache=None,
+        self_attention_cache_update_index=None,
+        cross_attention_cache=None,
+        use_causal_mask=True,
+        return_attention_scores=False,
+        training=None,
+        decoder_sequence_mask=None,
+        encoder_sequence_mask=None,
+    ):
+        if decoder_padding_mask is None:
+            decoder_padding_mask = decoder_sequence_mask
+        if encoder_padding_mask is None:
+            encoder_padding_mask = encoder_sequence_mask
+        self._check_inputs(
+            decoder_sequence,
+            encoder_sequence,
+            decoder_padding_mask,
+            encoder_padding_mask,
+            cross_attention_cache,
+        )
+        caching = self_attention_cache is not None or (
+            cross_attention_cache is not None
+        )
+        x = decoder_sequence
+
+        # Causal self attention.
+        residual = x
+        if self.norm_first:
+            x = self._self_attention_norm(x)
+        attended = self._self_attention(
+            x,
+            x,
+            query_mask=decoder_padding_mask,
+            value_mask=decoder_padding_mask,
+            use_causal_mask=use_causal_mask,
+            cache=self_attention_cache,
+            cache_update_index=self_attention_cache_update_index,
+            training=training,
+        )
+        if self_attention_cache is not None:
+            x, self_attention_cache = attended
+        else:
+            x = attended
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.norm_first:
+            x = self._self_attention_norm(x)
+
+        # Cross attention over the encoder output.
+        scores = None
+        if self._cross_attention is not None:
+            if caching and cross_attention_cache is None:
+                cross_attention_cache = self.compute_cross_attention_cache(
+                    encoder_sequence
+                )
+            residual = x
+            if self.norm_first:
+                x = self._cross_attention_norm(x)
+            attended = self._cross_attention(
+                x,
+                encoder_sequence,
+                query_mask=decoder_padding_mask,
+                value_mask=encoder_padding_mask,
+                cache=cross_attention_cache,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            attended = attended if isinstance(attended, tuple) else (attended,)
+            x = attended[0]
+            if return_attention_scores:
+                scores = attended[1]
+            x = self._cross_attention_dropout(x, training=training)
+            x = x + residual
+            if not self.norm_first:
+                x = self._cross_attention_norm(x)
+
+        # Feed forward.
+        residual = x
+        if self.norm_first:
+            x = self._feed_forward_norm(x)
+        x = self._feed_forward_layer(x, training=training)
+        x = self._feed_forward_dropout(x, training=training)
+        x = x + residual
+        if not self.norm_first:
+            x = self._feed_forward_norm(x)
+
+        outputs = (x,)
+        if caching:
+            outputs += (self_attention_cache, cross_attention_cache)
+        if return_attention_scores:
+            outputs += (scores,)
+        return outputs[0] if len(outputs) == 1 else outputs
