@@ -150,6 +150,19 @@ def _numpy_dtype(dtype):
     return np.dtype(dtype)
 
 
+def static_dim(dim):
+    """`dim` as a Python int, or `None` when unknown or symbolic.
+
+    JAX traces unknown batch sizes as symbolic dimensions that refuse
+    comparisons, so shape checks only look at plain integers.
+    """
+    if dim is None or isinstance(dim, bool):
+        return None
+    if isinstance(dim, (int, np.integer)):
+        return int(dim)
+    return None
+
+
 def check_mask_shape(mask, name, expected_shape):
     """Raise if the statically known dims of `mask` differ from `expected`.
 
@@ -157,10 +170,10 @@ def check_mask_shape(mask, name, expected_shape):
     """
     if mask is None:
         return
-    shape = tuple(mask.shape)
+    shape = tuple(static_dim(d) for d in mask.shape)
+    expected_shape = tuple(static_dim(d) for d in expected_shape)
     ok = len(shape) == len(expected_shape) and all(
-        e is None or s is None or int(s) == int(e)
-        for s, e in zip(shape, expected_shape)
+        e is None or s is None or s == e for s, e in zip(shape, expected_shape)
     )
     if not ok:
         readable = tuple("?" if e is None else e for e in expected_shape)

@@ -28,13 +28,20 @@ def _check_rank(x, rank, name, layout):
         )
 
 
+def _check_rank_of_shape(shape, name):
+    if shape is not None and len(shape) != 3:
+        raise ValueError(
+            f"`{name}` must have rank 3, shape (batch_size, length, dim); "
+            f"received shape {tuple(shape)}."
+        )
+
+
 def _clone(initializer):
     return initializer.__class__.from_config(initializer.get_config())
 
 
 def _static_dim(x, axis):
-    dim = x.shape[axis]
-    return None if dim is None else int(dim)
+    return masks_lib.static_dim(x.shape[axis])
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -151,7 +158,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def _dense(self, equation, output_shape, bias_axes, name):
-        return keras.layers.EinsumDense(
+        dense = keras.layers.EinsumDense(
             equation,
             output_shape=output_shape,
             bias_axes=bias_axes if self.use_bias else None,
@@ -162,8 +169,16 @@ class MultiHeadAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name=name,
         )
+        # The projections see tensors that carry padding masks; this layer
+        # handles those masks itself, so the projections just pass them on
+        # instead of warning that they would drop them.
+        dense.supports_masking = True
+        return dense
 
     def build(self, query_shape, value_shape=None, key_shape=None):
+        _check_rank_of_shape(query_shape, "query")
+        _check_rank_of_shape(value_shape, "value")
+        _check_rank_of_shape(key_shape, "key")
         if value_shape is None:
             value_shape = query_shape
         if key_shape is None:

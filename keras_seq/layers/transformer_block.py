@@ -134,10 +134,16 @@ class TransformerBlock(keras.layers.Layer):
 
     @staticmethod
     def _check_sequence(x, name):
-        if x is not None and len(x.shape) != 3:
+        TransformerBlock._check_sequence_shape(
+            None if x is None else x.shape, name
+        )
+
+    @staticmethod
+    def _check_sequence_shape(shape, name):
+        if shape is not None and len(shape) != 3:
             raise ValueError(
                 f"`{name}` must have rank 3, shape (batch_size, "
-                f"sequence_length, dim); received shape {tuple(x.shape)}."
+                f"sequence_length, dim); received shape {tuple(shape)}."
             )
 
     def get_config(self):

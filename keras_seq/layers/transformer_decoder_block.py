@@ -73,6 +73,8 @@ class TransformerDecoderBlock(TransformerBlock):
     """
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        self._check_sequence_shape(decoder_sequence_shape, "decoder_sequence")
+        self._check_sequence_shape(encoder_sequence_shape, "encoder_sequence")
         model_dim = decoder_sequence_shape[-1]
         self._self_attention = self._attention(model_dim, "self_attention")
         self._self_attention.build(decoder_sequence_shape, decoder_sequence_shape)

@@ -51,6 +51,7 @@ class TransformerEncoderBlock(TransformerBlock):
     """
 
     def build(self, inputs_shape):
+        self._check_sequence_shape(inputs_shape, "inputs")
         model_dim = inputs_shape[-1]
         self._self_attention = self._attention(model_dim, "self_attention")
         self._self_attention.build(inputs_shape, inputs_shape)

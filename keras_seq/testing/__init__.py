@@ -2,8 +2,12 @@
 
 from keras_seq.testing.test_case import (
     assert_all_close,
+    input_gradient,
     run_layer_test,
     run_model_saving_test,
 )
 
-__all__ = ["assert_all_close", "run_layer_test", "run_model_saving_test"]
+__all__ = [
+    "assert_all_close",
+    "input_gradient",
+    "run_layer_test", "run_model_saving_test"]

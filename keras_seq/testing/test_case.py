@@ -248,3 +248,26 @@ def run_model_saving_test(model, input_data, atol=1e-6):
     actual = restored(input_data, training=False)
     assert_all_close(actual, expected, atol=atol, msg="after .keras reload:")
     return restored
+
+
+def input_gradient(fn, x):
+    """Gradient of `sum(fn(x))` with respect to `x`, on the active backend.
+
+    Used by tests of masked rows (zero gradients) and of invariances.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.convert_to_tensor(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.cast(fn(x), "float32"))
+        return np.asarray(tape.gradient(y, x)).astype("float32")
+    if backend == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        grad = jax.grad(lambda v: jnp.sum(fn(v).astype("float32")))
+        return np.asarray(grad(jnp.asarray(x))).astype("float32")
+    raise NotImplementedError(f"no gradient helper for backend {backend}")
