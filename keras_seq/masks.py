@@ -139,15 +139,13 @@ def masked_value(dtype):
     keeps `logit - max_logit` finite when every key of a row is masked.
     """
     dtype = keras.backend.standardize_dtype(dtype)
-    return float(np.finfo(_numpy_dtype(dtype)).min) * 0.7
-
-
-def _numpy_dtype(dtype):
     if dtype == "bfloat16":
-        import ml_dtypes
+        import ml_dtypes  # NumPy's finfo does not know bfloat16.
 
-        return ml_dtypes.bfloat16
-    return np.dtype(dtype)
+        info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+    else:
+        info = np.finfo(np.dtype(dtype))
+    return float(info.min) * 0.7
 
 
 def static_dim(dim):
@@ -176,7 +174,9 @@ def check_mask_shape(mask, name, expected_shape):
         e is None or s is None or s == e for s, e in zip(shape, expected_shape)
     )
     if not ok:
-        readable = tuple("?" if e is None else e for e in expected_shape)
+        readable = (
+            "(" + ", ".join("?" if e is None else str(e) for e in expected_shape) + ")"
+        )
         raise ValueError(
             f"`{name}` must have shape {readable}; received shape {shape}."
         )

@@ -29,4 +29,3 @@ def _reset_keras_state():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
-

@@ -29,9 +29,7 @@ def check_static_length(length, start_index, max_length, name="inputs"):
     if not isinstance(start_index, (int, np.integer)):
         return
     if start_index < 0:
-        raise ValueError(
-            f"`start_index` must be non-negative; received {start_index}."
-        )
+        raise ValueError(f"`start_index` must be non-negative; received {start_index}.")
     if isinstance(length, bool) or not isinstance(length, (int, np.integer)):
         return  # Unknown (None), or a symbolic dimension of a JAX trace.
     last = int(start_index) + int(length)
@@ -94,8 +92,7 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
             or max_length <= 0
         ):
             raise ValueError(
-                "`max_length` must be a positive integer; "
-                f"received {max_length!r}."
+                f"`max_length` must be a positive integer; received {max_length!r}."
             )
         self.max_length = int(max_length)
         self.initializer = keras.initializers.get(initializer)

@@ -132,9 +132,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 raise ValueError(
                     f"`{name}` must be a positive integer; received {value!r}."
                 )
-        if value_dim is not None and (
-            not isinstance(value_dim, int) or value_dim <= 0
-        ):
+        if value_dim is not None and (not isinstance(value_dim, int) or value_dim <= 0):
             raise ValueError(
                 f"`value_dim` must be a positive integer or None; "
                 f"received {value_dim!r}."
@@ -187,15 +185,11 @@ class MultiHeadAttention(keras.layers.Layer):
         output_dim = self.output_dim or query_dim
         n, h, v = self.num_heads, self.key_dim, self.value_dim
         # (B, T, D) x (D, N, H) -> (B, T, N, H)
-        self._query_dense = self._dense(
-            "btd,dnh->btnh", (None, n, h), "nh", "query"
-        )
+        self._query_dense = self._dense("btd,dnh->btnh", (None, n, h), "nh", "query")
         self._query_dense.build(query_shape)
         self._key_dense = self._dense("bsd,dnh->bsnh", (None, n, h), "nh", "key")
         self._key_dense.build(key_shape)
-        self._value_dense = self._dense(
-            "bsd,dnh->bsnh", (None, n, v), "nh", "value"
-        )
+        self._value_dense = self._dense("bsd,dnh->bsnh", (None, n, v), "nh", "value")
         self._value_dense.build(value_shape)
         # (B, T, N, V) x (N, V, D) -> (B, T, D)
         self._output_dense = self._dense(
@@ -292,9 +286,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 f"value_dim={self.value_dim}."
             )
         key = value if key is None else key
-        return ops.stack(
-            [self._key_dense(key), self._value_dense(value)], axis=1
-        )
+        return ops.stack([self._key_dense(key), self._value_dense(value)], axis=1)
 
     def _keys_and_values(self, value, key, cache, cache_update_index):
         if cache is None:
@@ -304,8 +296,7 @@ class MultiHeadAttention(keras.layers.Layer):
                     "both, or neither."
                 )
             return self._key_dense(key), self._value_dense(value), None
-        _check_rank(cache, 5, "cache", "(batch_size, 2, length, num_heads, "
-                    "key_dim)")
+        _check_rank(cache, 5, "cache", "(batch_size, 2, length, num_heads, key_dim)")
         expected = (None, 2, None, self.num_heads, self.key_dim)
         masks_lib.check_mask_shape(cache, "cache", expected)
         key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
@@ -401,9 +392,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

@@ -16,9 +16,7 @@ MODES = ("add", "concat")
 
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer; received {value!r}."
-        )
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
 def _check_even(value, name):
@@ -31,9 +29,7 @@ def _check_even(value, name):
 
 def _check_start_index(start_index):
     if isinstance(start_index, (int, np.integer)) and start_index < 0:
-        raise ValueError(
-            f"`start_index` must be non-negative; received {start_index}."
-        )
+        raise ValueError(f"`start_index` must be non-negative; received {start_index}.")
 
 
 def sinusoidal_encoding(
@@ -139,9 +135,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         Vaswani et al., "Attention Is All You Need", 2017, Sec. 3.5.
     """
 
-    def __init__(
-        self, max_wavelength=10000, mode="add", output_dim=None, **kwargs
-    ):
+    def __init__(self, max_wavelength=10000, mode="add", output_dim=None, **kwargs):
         super().__init__(**kwargs)
         if isinstance(max_wavelength, bool) or not max_wavelength > 0:
             raise ValueError(
@@ -149,9 +143,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
                 f"received {max_wavelength!r}."
             )
         if mode not in MODES:
-            raise ValueError(
-                f"`mode` must be one of {MODES}; received {mode!r}."
-            )
+            raise ValueError(f"`mode` must be one of {MODES}; received {mode!r}.")
         if mode == "concat" and output_dim is None:
             raise ValueError(
                 '`output_dim` is required with mode="concat": it is the '

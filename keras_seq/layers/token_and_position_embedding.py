@@ -26,9 +26,7 @@ POSITIONAL_KINDS = ("learned", "sinusoidal")
 
 def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer; received {value!r}."
-        )
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
 def _clone(initializer):
@@ -127,9 +125,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.mask_zero = mask_zero
         self.scale_embeddings = scale_embeddings
         self.max_wavelength = max_wavelength
-        self.embeddings_initializer = keras.initializers.get(
-            embeddings_initializer
-        )
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.supports_masking = True
 
     def build(self, token_ids_shape):
@@ -165,9 +161,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.built = True
 
     def _check_token_ids(self, token_ids, start_index):
-        masks_lib.check_token_ids(
-            token_ids, vocabulary_size=self.vocabulary_size
-        )
+        masks_lib.check_token_ids(token_ids, vocabulary_size=self.vocabulary_size)
         check_static_length(
             token_ids.shape[1], start_index, self.max_length, name="token_ids"
         )
@@ -185,9 +179,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     def compute_mask(self, token_ids, mask=None):
         if not self.mask_zero:
             return mask
-        return masks_lib.merge_masks(
-            masks_lib.padding_mask(token_ids), mask
-        )  # (B, T)
+        return masks_lib.merge_masks(masks_lib.padding_mask(token_ids), mask)  # (B, T)
 
     def compute_output_spec(self, token_ids, start_index=0):
         # Keras builds symbolic outputs from `compute_output_shape` without

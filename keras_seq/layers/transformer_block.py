@@ -66,8 +66,7 @@ class TransformerBlock(keras.layers.Layer):
         for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(
-                    f"`{name}` must be a positive integer or None; "
-                    f"received {value!r}."
+                    f"`{name}` must be a positive integer or None; received {value!r}."
                 )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
@@ -134,9 +133,7 @@ class TransformerBlock(keras.layers.Layer):
 
     @staticmethod
     def _check_sequence(x, name):
-        TransformerBlock._check_sequence_shape(
-            None if x is None else x.shape, name
-        )
+        TransformerBlock._check_sequence_shape(None if x is None else x.shape, name)
 
     @staticmethod
     def _check_sequence_shape(shape, name):
@@ -162,9 +159,7 @@ class TransformerBlock(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
                 "attention_implementation": self.attention_implementation,
             }
         )

@@ -80,18 +80,12 @@ class TransformerDecoderBlock(TransformerBlock):
         self._self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
         self._self_attention_norm = self._layer_norm("self_attention_layer_norm")
         self._self_attention_norm.build(decoder_sequence_shape)
-        self._self_attention_dropout = self._dropout_layer(
-            "self_attention_dropout"
-        )
+        self._self_attention_dropout = self._dropout_layer("self_attention_dropout")
         self._cross_attention = None
         if encoder_sequence_shape is not None:
             self._cross_attention = self._attention(model_dim, "cross_attention")
-            self._cross_attention.build(
-                decoder_sequence_shape, encoder_sequence_shape
-            )
-            self._cross_attention_norm = self._layer_norm(
-                "cross_attention_layer_norm"
-            )
+            self._cross_attention.build(decoder_sequence_shape, encoder_sequence_shape)
+            self._cross_attention_norm = self._layer_norm("cross_attention_layer_norm")
             self._cross_attention_norm.build(decoder_sequence_shape)
             self._cross_attention_dropout = self._dropout_layer(
                 "cross_attention_dropout"
@@ -132,9 +126,7 @@ class TransformerDecoderBlock(TransformerBlock):
                 "encoder_padding_mask",
                 (batch, encoder_sequence.shape[1]),
             )
-        has_source = encoder_sequence is not None or (
-            cross_attention_cache is not None
-        )
+        has_source = encoder_sequence is not None or (cross_attention_cache is not None)
         if self._cross_attention is not None and not has_source:
             raise ValueError(
                 "This block was built with cross attention, so it needs "

@@ -57,9 +57,7 @@ class TransformerEncoderBlock(TransformerBlock):
         self._self_attention.build(inputs_shape, inputs_shape)
         self._self_attention_norm = self._layer_norm("self_attention_layer_norm")
         self._self_attention_norm.build(inputs_shape)
-        self._self_attention_dropout = self._dropout_layer(
-            "self_attention_dropout"
-        )
+        self._self_attention_dropout = self._dropout_layer("self_attention_dropout")
         self._feed_forward_layer = self._feed_forward("feed_forward")
         self._feed_forward_layer.build(inputs_shape)
         self._feed_forward_norm = self._layer_norm("feed_forward_layer_norm")

@@ -10,4 +10,6 @@ from keras_seq.testing.test_case import (
 __all__ = [
     "assert_all_close",
     "input_gradient",
-    "run_layer_test", "run_model_saving_test"]
+    "run_layer_test",
+    "run_model_saving_test",
+]

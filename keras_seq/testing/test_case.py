@@ -152,9 +152,9 @@ def _check_mixed_precision(layer_cls, init_kwargs, input_data, call_kwargs):
         compute = keras.dtype_policies.get(policy).compute_dtype
         for weight in layer.weights:
             if "float" in str(weight.dtype):
-                assert keras.backend.standardize_dtype(weight.dtype) == (
-                    "float32"
-                ), f"{policy}: weight {weight.path} is {weight.dtype}"
+                assert keras.backend.standardize_dtype(weight.dtype) == ("float32"), (
+                    f"{policy}: weight {weight.path} is {weight.dtype}"
+                )
         for out in outputs:
             dtype = keras.backend.standardize_dtype(out.dtype)
             if dtype.startswith("float"):

@@ -50,7 +50,10 @@ def test_layer_harness(use_bias):
     run_layer_test(
         MultiHeadAttention,
         init_kwargs={"num_heads": N, "key_dim": H, "use_bias": use_bias},
-        input_data={"query": _random(B, T, D), "value": _random(B, S, D, seed=1)},
+        input_data={
+            "query": _random(B, T, D),
+            "value": _random(B, S, D, seed=1),
+        },
         expected_output_shape=(B, T, D),
         expected_num_trainable_weights=8 if use_bias else 4,
         expected_num_params=params,
@@ -60,8 +63,16 @@ def test_layer_harness(use_bias):
 def test_harness_with_scores_and_dropout():
     run_layer_test(
         MultiHeadAttention,
-        init_kwargs={"num_heads": N, "key_dim": H, "value_dim": 3, "dropout": 0.1},
-        input_data={"query": _random(B, T, D), "value": _random(B, S, 6, seed=1)},
+        init_kwargs={
+            "num_heads": N,
+            "key_dim": H,
+            "value_dim": 3,
+            "dropout": 0.1,
+        },
+        input_data={
+            "query": _random(B, T, D),
+            "value": _random(B, S, 6, seed=1),
+        },
         call_kwargs={"return_attention_scores": True},
         expected_output_shape=[(B, T, D), (B, N, T, S)],
         expected_num_trainable_weights=8,
@@ -116,7 +127,9 @@ def test_fused_and_explicit_paths_agree():
     mask = np.random.default_rng(1).random((B, T, S)) > 0.5
     mask[0, 1] = False  # A fully masked row.
     assert_all_close(
-        fused(q, v, attention_mask=mask), explicit(q, v, attention_mask=mask), 1e-6
+        fused(q, v, attention_mask=mask),
+        explicit(q, v, attention_mask=mask),
+        1e-6,
     )
 
 
@@ -156,7 +169,10 @@ def test_cached_decoding_equals_causal_pass(implementation):
     steps = []
     for t in range(T):
         out, cache = layer(
-            x[:, t : t + 1], x[:, t : t + 1], cache=cache, cache_update_index=t,
+            x[:, t : t + 1],
+            x[:, t : t + 1],
+            cache=cache,
+            cache_update_index=t,
             use_causal_mask=True,
         )
         steps.append(np.asarray(out))
@@ -169,11 +185,18 @@ def test_cache_prefill_then_step():
     full = np.asarray(layer(x, x, use_causal_mask=True))
     cache = np.zeros((B, 2, T, N, H), "float32")
     out, cache = layer(
-        x[:, :3], x[:, :3], cache=cache, cache_update_index=0, use_causal_mask=True
+        x[:, :3],
+        x[:, :3],
+        cache=cache,
+        cache_update_index=0,
+        use_causal_mask=True,
     )
     assert_all_close(out, full[:, :3], atol=1e-5)
     out, cache = layer(
-        x[:, 3:4], x[:, 3:4], cache=cache, cache_update_index=3,
+        x[:, 3:4],
+        x[:, 3:4],
+        cache=cache,
+        cache_update_index=3,
         use_causal_mask=True,
     )
     assert_all_close(out, full[:, 3:4], atol=1e-5)
@@ -234,8 +257,12 @@ def test_padding_invariance(lengths, extra, seed):
     long_out = np.asarray(layer(noisy, noisy, query_mask=mask, value_mask=mask))
     trimmed = x[:, :short]
     short_out = np.asarray(
-        layer(trimmed, trimmed, query_mask=mask[:, :short],
-              value_mask=mask[:, :short])
+        layer(
+            trimmed,
+            trimmed,
+            query_mask=mask[:, :short],
+            value_mask=mask[:, :short],
+        )
     )
     for i, length in enumerate(lengths):
         np.testing.assert_allclose(
@@ -290,7 +317,9 @@ class TestErrors:
             )
         with pytest.raises(ValueError, match=r"`value_mask` must have shape"):
             layer(
-                _random(B, T, D), _random(B, S, D), value_mask=np.ones((B, T), bool)
+                _random(B, T, D),
+                _random(B, S, D),
+                value_mask=np.ones((B, T), bool),
             )
 
     @pytest.mark.parametrize(
@@ -319,5 +348,9 @@ class TestErrors:
         layer = MultiHeadAttention(N, H)
         x = _random(B, 1, D)
         with pytest.raises(ValueError, match="`cache` must have shape"):
-            layer(x, x, cache=np.zeros((B, 2, T, N, H + 1), "float32"),
-                  cache_update_index=0)
+            layer(
+                x,
+                x,
+                cache=np.zeros((B, 2, T, N, H + 1), "float32"),
+                cache_update_index=0,
+            )

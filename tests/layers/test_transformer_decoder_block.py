@@ -89,12 +89,20 @@ def test_parity_with_keras_hub(norm_first):
     copy_decoder_weights(ours, hub)
     assert_all_close(ours(x, z), hub(x, z), atol=1e-5)
     expected = np.asarray(
-        hub(x, z, decoder_padding_mask=decoder_mask,
-            encoder_padding_mask=encoder_mask)
+        hub(
+            x,
+            z,
+            decoder_padding_mask=decoder_mask,
+            encoder_padding_mask=encoder_mask,
+        )
     )
     actual = np.asarray(
-        ours(x, z, decoder_padding_mask=decoder_mask,
-             encoder_padding_mask=encoder_mask)
+        ours(
+            x,
+            z,
+            decoder_padding_mask=decoder_mask,
+            encoder_padding_mask=encoder_mask,
+        )
     )
     assert_all_close(actual[decoder_mask], expected[decoder_mask], atol=1e-5)
 
@@ -128,9 +136,7 @@ def test_implicit_encoder_mask_reaches_cross_attention():
     target_in = keras.Input((T, D))
     embedding = keras.layers.Embedding(10, D, mask_zero=True)
     block = TransformerDecoderBlock(num_heads=N, ff_dim=F)
-    model = keras.Model(
-        [source_in, target_in], block(target_in, embedding(source_in))
-    )
+    model = keras.Model([source_in, target_in], block(target_in, embedding(source_in)))
     implicit = model([source, target])
     vectors = keras.ops.convert_to_tensor(np.asarray(embedding(source)))
     explicit = block(target, vectors, encoder_padding_mask=source != 0)
@@ -140,8 +146,10 @@ def test_implicit_encoder_mask_reaches_cross_attention():
 def test_cross_attention_scores():
     block = TransformerDecoderBlock(num_heads=N, ff_dim=F)
     out, scores = block(
-        _random(B, T, D), _random(B, S, D, seed=1),
-        encoder_padding_mask=_padding([7, 3], S), return_attention_scores=True,
+        _random(B, T, D),
+        _random(B, S, D, seed=1),
+        encoder_padding_mask=_padding([7, 3], S),
+        return_attention_scores=True,
     )
     scores = np.asarray(scores)
     assert scores.shape == (B, N, T, S)
@@ -203,7 +211,8 @@ class TestErrors:
         block = TransformerDecoderBlock(num_heads=N, ff_dim=F)
         with pytest.raises(ValueError, match="`encoder_padding_mask` must have"):
             block(
-                _random(B, T, D), _random(B, S, D),
+                _random(B, T, D),
+                _random(B, S, D),
                 encoder_padding_mask=np.ones((B, T), bool),
             )
 

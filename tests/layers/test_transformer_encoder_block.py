@@ -84,7 +84,8 @@ def test_implicit_mask_propagates_and_equals_explicit():
 def test_attention_scores_are_returned():
     block = TransformerEncoderBlock(num_heads=N, ff_dim=F)
     out, scores = block(
-        _random(B, T, D), padding_mask=_padding([6, 2], T),
+        _random(B, T, D),
+        padding_mask=_padding([6, 2], T),
         return_attention_scores=True,
     )
     scores = np.asarray(scores)
@@ -134,8 +135,11 @@ class TestErrors:
 
     @pytest.mark.parametrize(
         "kwargs, name",
-        [({"ff_dim": 0}, "ff_dim"), ({"dropout": -0.1}, "dropout"),
-         ({"key_dim": -1}, "key_dim")],
+        [
+            ({"ff_dim": 0}, "ff_dim"),
+            ({"dropout": -0.1}, "dropout"),
+            ({"key_dim": -1}, "key_dim"),
+        ],
     )
     def test_constructor(self, kwargs, name):
         with pytest.raises(ValueError, match=f"`{name}`"):

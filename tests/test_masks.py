@@ -1,0 +1,95 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_seq import masks
+
+
+def test_padding_mask():
+    ids = np.array([[5, 3, 0, 0], [1, 0, 0, 0]], "int32")
+    np.testing.assert_array_equal(
+        np.asarray(masks.padding_mask(ids)),
+        [[True, True, False, False], [True, False, False, False]],
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_padding_mask_refuses_float_ids(dtype):
+    with pytest.raises(ValueError, match="`token_ids` must hold integer.*float"):
+        masks.padding_mask(np.zeros((2, 3), dtype))
+
+
+def test_padding_mask_refuses_wrong_rank():
+    with pytest.raises(ValueError, match=r"`token_ids` must have rank 2.*\(3,\)"):
+        masks.padding_mask(np.zeros((3,), "int32"))
+
+
+def test_check_token_ids_range():
+    with pytest.raises(ValueError, match=r"\[0, 10\).*\[1, 12\]"):
+        masks.check_token_ids(np.array([[1, 12]]), vocabulary_size=10)
+
+
+def test_causal_mask_square_is_lower_triangular():
+    np.testing.assert_array_equal(
+        np.asarray(masks.causal_mask(4, 4)), np.tril(np.ones((4, 4), bool))
+    )
+
+
+def test_causal_mask_offsets():
+    # One query at cache index 2 sees keys 0..2 of a 5-long cache.
+    np.testing.assert_array_equal(
+        np.asarray(masks.causal_mask(1, 5, offset=2)),
+        [[True, True, True, False, False]],
+    )
+    # A tensor offset works too (it is the decoding loop's counter).
+    offset = ops.convert_to_tensor(3)
+    np.testing.assert_array_equal(
+        np.asarray(masks.causal_mask(2, 5, offset=offset)),
+        [[True, True, True, True, False], [True, True, True, True, True]],
+    )
+    # Without an offset, queries align with the last keys (bottom-right).
+    np.testing.assert_array_equal(
+        np.asarray(masks.causal_mask(2, 3, batch_size=2))[1],
+        [[True, True, False], [True, True, True]],
+    )
+
+
+def test_merge_masks_is_logical_and_and_broadcasts():
+    key = np.array([[True, True, False]])[:, None, :]  # (1, 1, 3)
+    causal = masks.causal_mask(3, 3)  # (3, 3)
+    merged = np.asarray(masks.merge_masks(None, key, causal))
+    np.testing.assert_array_equal(
+        merged[0], [[True, False, False], [True, True, False], [True, True, False]]
+    )
+    assert masks.merge_masks(None, None) is None
+
+
+def test_attention_mask_from_padding():
+    query = np.array([[True, False]])
+    key = np.array([[True, True, False]])
+    merged = np.asarray(masks.attention_mask_from_padding(query, key))
+    np.testing.assert_array_equal(
+        merged, [[[True, True, False], [False, False, False]]]
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_masked_value_is_finite_and_safe_in_dtype(dtype):
+    value = masks.masked_value(dtype)
+    as_dtype = ops.cast(ops.convert_to_tensor([value, value - 10.0]), dtype)
+    values = np.asarray(ops.cast(as_dtype, "float32"))
+    assert np.all(np.isfinite(values))
+    assert value < -1e4
+    # A whole row of masked logits still gives a finite (uniform) softmax.
+    row = ops.cast(ops.full((4,), value), dtype)
+    probs = np.asarray(ops.cast(ops.softmax(row), "float32"))
+    np.testing.assert_allclose(probs, 0.25, atol=1e-2)
+
+
+def test_check_mask_shape():
+    masks.check_mask_shape(np.ones((2, 3)), "m", (None, 3))
+    with pytest.raises(ValueError, match=r"`m` must have shape \(\?, 4\)"):
+        masks.check_mask_shape(np.ones((2, 3)), "m", (None, 4))
+    symbolic = keras.Input((3,))
+    masks.check_mask_shape(symbolic, "m", (2, 3))
