@@ -25,7 +25,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def _reset_keras_state():
     """Each test starts with float32 and fresh layer names."""
     keras.config.set_dtype_policy("float32")
-    keras.utils.clear_session()
+    keras.utils.clear_session(free_memory=False)
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")

@@ -25,9 +25,7 @@ def _clone(initializer):
 
 
 def _static_dim(x, axis):
-    # JAX traces shapes with symbolic dimensions, which are not ints.
-    dim = x.shape[axis]
-    return dim if isinstance(dim, int) else None
+    return masks_lib.static_dim(x.shape[axis])
 
 
 def _check_shapes(query_shape, value_shape, key_shape):
@@ -44,9 +42,9 @@ def _check_shapes(query_shape, value_shape, key_shape):
                 f"`{name}` must have rank 3, shape (batch_size, "
                 f"{name}_length, {name}_dim); received shape {tuple(shape)}."
             )
-    key_length, value_length = key_shape[1], value_shape[1]
-    static = isinstance(key_length, int) and isinstance(value_length, int)
-    if static and key_length != value_length:
+    key_length = masks_lib.static_dim(key_shape[1])
+    value_length = masks_lib.static_dim(value_shape[1])
+    if None not in (key_length, value_length) and key_length != value_length:
         raise ValueError(
             "`key` and `value` must have the same length; received key "
             f"shape {tuple(key_shape)} and value shape {tuple(value_shape)}."
@@ -113,7 +111,8 @@ class ScoreAttention(keras.layers.Layer):
         value_mask: (B, S) boolean padding mask of the keys and values.
         attention_mask: (B, T, S) boolean mask ((B, S) for a rank-2 query).
         use_causal_mask: bool; query `t` attends only to keys `s <= t`
-            (Eq. 7.21, causal form), bottom-right aligned when T != S.
+            (Eq. 7.21, causal form), bottom-right aligned when T != S (so
+            a rank-2 query, the last step, sees every key).
         training: bool, whether dropout is active.
 
     Returns:
@@ -126,7 +125,7 @@ class ScoreAttention(keras.layers.Layer):
     >>> decoder_states = keras.random.normal((2, 3, 8))
     >>> encoder_outputs = keras.random.normal((2, 5, 12))
     >>> context, weights = layer(decoder_states, encoder_outputs)
-    >>> context.shape, weights.shape
+    >>> tuple(context.shape), tuple(weights.shape)
     ((2, 3, 12), (2, 3, 5))
 
     References:
@@ -147,20 +146,15 @@ class ScoreAttention(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         if score not in SCORES:
-            raise ValueError(
-                f"`score` must be one of {SCORES}; received {score!r}."
-            )
+            raise ValueError(f"`score` must be one of {SCORES}; received {score!r}.")
         if units is not None and (
             isinstance(units, bool) or not isinstance(units, int) or units <= 0
         ):
             raise ValueError(
-                f"`units` must be a positive integer or None; received "
-                f"{units!r}."
+                f"`units` must be a positive integer or None; received {units!r}."
             )
         if not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                f"`dropout` must be in [0, 1); received {dropout}."
-            )
+            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
         self.score = score
         self.units = units
         self.dropout = dropout
@@ -243,9 +237,7 @@ class ScoreAttention(keras.layers.Layer):
             # (B, T, K) x (B, S, K) -> (B, T, S)
             return ops.einsum("btk,bsk->bts", projected, key)
         if self.score == "additive":
-            return self._tanh_score(
-                self._query_dense(query), self._key_dense(key)
-            )
+            return self._tanh_score(self._query_dense(query), self._key_dense(key))
         # concat: W [q; k] + b = W[:Q] q + (W[Q:] k + b), see the docstring.
         query_dim = _static_dim(query, 2)
         kernel = ops.cast(self._concat_dense.kernel, self.compute_dtype)
@@ -262,20 +254,15 @@ class ScoreAttention(keras.layers.Layer):
         """Merged (B, T, S) boolean mask, or None; `query` is (B, T, Q)."""
         batch = _static_dim(query, 0)
         query_length, key_length = _static_dim(query, 1), _static_dim(key, 1)
-        masks_lib.check_mask_shape(
-            query_mask, "query_mask", (batch, query_length)
-        )
-        masks_lib.check_mask_shape(
-            value_mask, "value_mask", (batch, key_length)
-        )
+        masks_lib.check_mask_shape(query_mask, "query_mask", (batch, query_length))
+        masks_lib.check_mask_shape(value_mask, "value_mask", (batch, key_length))
         masks_lib.check_mask_shape(
             attention_mask, "attention_mask", (batch, query_length, key_length)
         )
         causal_part = None
         if causal:
-            causal_part = masks_lib.causal_mask(
-                ops.shape(query)[1], ops.shape(key)[1]
-            )[None]  # (1, T, S)
+            causal_part = masks_lib.causal_mask(ops.shape(query)[1], ops.shape(key)[1])
+            causal_part = causal_part[None]  # (1, T, S)
         return masks_lib.merge_masks(
             masks_lib.attention_mask_from_padding(query_mask, value_mask),
             attention_mask,
@@ -356,9 +343,7 @@ class ScoreAttention(keras.layers.Layer):
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
                 ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

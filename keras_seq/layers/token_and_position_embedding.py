@@ -29,6 +29,11 @@ def _check_positive_int(value, name):
         raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
+def _is_integer(x):
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    return dtype.startswith("int") or dtype.startswith("uint")
+
+
 def _clone(initializer):
     return initializer.__class__.from_config(initializer.get_config())
 
@@ -65,7 +70,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Call arguments:
-        token_ids: (B, T) integer tensor.
+        token_ids: (B, T) integer tensor; with `reverse=True`, (B, T, D)
+            hidden states.
+        reverse: bool. If True, return `hidden @ token_table^T`, the logits
+            of an output layer tied to the input embedding.
         start_index: int or scalar integer tensor, the position of the first
             token, e.g. the cache index while decoding one token at a time.
 
@@ -166,7 +174,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             token_ids.shape[1], start_index, self.max_length, name="token_ids"
         )
 
-    def call(self, token_ids, start_index=0):
+    def call(self, token_ids, start_index=0, reverse=False):
+        if reverse:
+            # The output layer tied to the token table (Press & Wolf, 2017):
+            # (B, T, D) x (D, V) -> (B, T, V) logits.
+            table = ops.cast(self.token_embedding.embeddings, token_ids.dtype)
+            return ops.matmul(token_ids, ops.transpose(table))
         self._check_token_ids(token_ids, start_index)
         x = self.token_embedding(token_ids)  # (B, T, D)
         if self.scale_embeddings:
@@ -177,11 +190,16 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         return self.position_embedding(x, start_index=start_index)
 
     def compute_mask(self, token_ids, mask=None):
-        if not self.mask_zero:
-            return mask
+        if not self.mask_zero or not _is_integer(token_ids):
+            return mask  # Reverse calls take hidden states, not ids.
         return masks_lib.merge_masks(masks_lib.padding_mask(token_ids), mask)  # (B, T)
 
-    def compute_output_spec(self, token_ids, start_index=0):
+    def compute_output_spec(self, token_ids, start_index=0, reverse=False):
+        if reverse:
+            return keras.KerasTensor(
+                tuple(token_ids.shape[:-1]) + (self.vocabulary_size,),
+                dtype=self.compute_dtype,
+            )
         # Keras builds symbolic outputs from `compute_output_shape` without
         # running `call`, so the checks run here too, before any graph is
         # built on float, wrongly shaped or over-long ids.

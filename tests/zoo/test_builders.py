@@ -1,0 +1,148 @@
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.testing import run_model_saving_test
+
+BUILDERS = {
+    "translator": (zoo.build_translator, zoo.TRANSLATOR_PRESETS),
+    "classifier": (zoo.build_classifier, zoo.CLASSIFIER_PRESETS),
+    "masked_language_model": (
+        zoo.build_masked_language_model,
+        zoo.ENCODER_PRESETS,
+    ),
+    "language_model": (zoo.build_language_model, zoo.LANGUAGE_MODEL_PRESETS),
+}
+PRESET_CASES = [
+    (family, preset) for family, (_, presets) in BUILDERS.items() for preset in presets
+]
+
+
+def _ids(batch, length, vocabulary_size, seed=0, pad=2):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocabulary_size, size=(batch, length)).astype("int32")
+    ids[:, length - pad :] = 0
+    return ids
+
+
+def _inputs(model, vocabulary_size=100):
+    if isinstance(model, zoo.Translator):
+        return {
+            "encoder_token_ids": _ids(3, 7, vocabulary_size),
+            "decoder_token_ids": _ids(3, 5, vocabulary_size, seed=1, pad=1),
+        }
+    return _ids(3, 6, vocabulary_size)
+
+
+@pytest.mark.parametrize("family, preset", PRESET_CASES)
+def test_preset_parameter_counts(family, preset):
+    build, presets = BUILDERS[family]
+    model = build(preset)
+    assert model.count_params() == presets[preset]["params"]
+    assert presets[preset]["description"]
+
+
+def test_book_translator_matches_the_book():
+    """6 + 6 blocks of Eq. (7.32) and a 37,000 x 512 output layer: ~63M."""
+    model = zoo.build_translator("book")
+    encoder = sum(b.count_params() for b in model.encoder_blocks)
+    decoder = sum(b.count_params() for b in model.decoder_blocks)
+    assert encoder == 6 * 3_150_336  # "about 19 million"
+    assert decoder == 6 * 4_199_936  # "about 25 million"
+    output = model.target_embedding.token_embedding.count_params()
+    assert output == 37_000 * 512  # "about 19 million", tied to the input
+    assert model.count_params() == encoder + decoder + output
+    assert round(model.count_params() / 1e6) == 63
+
+
+@pytest.mark.parametrize(
+    "preset, paper_millions", [("base", 65), ("big", 213)], ids=["base", "big"]
+)
+def test_vaswani_presets_are_near_the_paper(preset, paper_millions):
+    params = zoo.build_translator(preset).count_params() / 1e6
+    assert abs(params - paper_millions) / paper_millions < 0.04
+
+
+@pytest.mark.parametrize("family", BUILDERS)
+def test_named_inputs_save_and_load(family):
+    build, _ = BUILDERS[family]
+    model = build("tiny")
+    names = sorted(i.name for i in keras.tree.flatten(model.inputs))
+    expected = (
+        ["decoder_token_ids", "encoder_token_ids"]
+        if family == "translator"
+        else ["token_ids"]
+    )
+    assert names == expected
+    restored = run_model_saving_test(model, _inputs(model), atol=1e-6)
+    assert type(restored) is type(model)
+    assert restored.get_config() == model.get_config()
+    layer_names = [layer.name for layer in model.layers]
+    assert layer_names == [layer.name for layer in restored.layers]
+
+
+@pytest.mark.parametrize("family", BUILDERS)
+def test_a_few_fit_steps_lower_the_loss(family):
+    build, _ = BUILDERS[family]
+    keras.utils.set_random_seed(0)
+    model = build("tiny")
+    x = _inputs(model)
+    if family == "classifier":
+        y = np.array([0, 1, 1])
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    else:
+        ids = x["decoder_token_ids"] if family == "translator" else x
+        y = np.roll(ids, -1, axis=1)
+        loss = MaskedSparseCategoricalCrossentropy()
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss)
+    before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=10, verbose=0)
+    after = model.evaluate(x, y, verbose=0)
+    assert after < 0.8 * before
+
+
+def test_translator_cannot_be_sequential():
+    """Cross attention takes two inputs, which `Sequential` cannot wire."""
+    model = zoo.build_translator("tiny")
+    block = model.decoder_blocks[0]
+    with pytest.raises((ValueError, TypeError)):
+        seq = keras.Sequential([model.source_embedding, block])
+        seq(np.ones((1, 4), "int32"))
+    decoder_inputs = [node for node in block._inbound_nodes]
+    assert len(decoder_inputs[0].arguments.keras_tensors) == 2
+
+
+def test_translator_source_padding_does_not_leak():
+    model = zoo.build_translator("tiny")
+    x = _inputs(model)
+    longer = dict(x)
+    extra = np.full((3, 4), 0, "int32")
+    longer["encoder_token_ids"] = np.concatenate([x["encoder_token_ids"], extra], 1)
+    a = np.asarray(model(x))
+    b = np.asarray(model(longer))
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_tied_embeddings_need_one_vocabulary():
+    with pytest.raises(ValueError, match="`source_vocabulary_size` must equal"):
+        zoo.build_translator("tiny", tie_embeddings=True, source_vocabulary_size=50)
+
+
+def test_unknown_preset_and_argument():
+    with pytest.raises(ValueError, match="Unknown translator `preset` 'huge'"):
+        zoo.build_translator("huge")
+    with pytest.raises(TypeError, match="Unknown translator arguments"):
+        zoo.build_translator("tiny", width=3)
+
+
+def test_masked_language_model_sentence_embeddings():
+    model = zoo.build_masked_language_model("tiny")
+    ids = _ids(3, 6, 100)
+    embeddings = np.asarray(model.embed_sentences(ids))
+    np.testing.assert_allclose(np.linalg.norm(embeddings, axis=-1), 1.0, atol=1e-5)
+    padded = np.concatenate([ids, np.zeros((3, 3), "int32")], axis=1)
+    np.testing.assert_allclose(
+        np.asarray(model.embed_sentences(padded)), embeddings, atol=1e-5
+    )
