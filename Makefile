@@ -13,7 +13,7 @@ BACKEND_TESTS ?= tests
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml scripts/setup.sh scripts/install_corpora.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	touch $(STAMP)
 

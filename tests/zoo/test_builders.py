@@ -146,3 +146,15 @@ def test_masked_language_model_sentence_embeddings():
     np.testing.assert_allclose(
         np.asarray(model.embed_sentences(padded)), embeddings, atol=1e-5
     )
+
+
+def test_plot_model_draws_the_translator_graph(tmp_path):
+    pytest.importorskip("pydot")
+    import shutil
+
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz is not installed: run `make setup`")
+    path = tmp_path / "translator.png"
+    keras.utils.plot_model(zoo.build_translator("tiny"), to_file=str(path))
+    assert path.stat().st_size > 1000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
