@@ -9,7 +9,9 @@ Shape legend:
 """
 
 import keras
+from keras import ops
 
+from keras_seq import generation
 from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -199,6 +201,171 @@ class Translator(keras.Model):
         self.decoder_norm = decoder_norm
         self.output_dense = output_dense
 
+    # Generation: the same layers on a second path, over caches.
+
+    def encode(self, encoder_token_ids, training=False):
+        """Source ids (B, S) -> encoder output z* (B, S, D) and its mask."""
+        source_mask = ops.not_equal(encoder_token_ids, 0)  # (B, S)
+        x = self.source_embedding(encoder_token_ids)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=source_mask, training=training)
+        return self.encoder_norm(x), source_mask
+
+    def _logits(self, y):
+        if self.tie_embeddings:
+            return self.target_embedding(y, reverse=True)
+        return self.output_dense(y)
+
+    def cross_attention_caches(self, encoded):
+        """Keys and values of z* for every decoder block, computed once.
+
+        Returns:
+            (num_decoder_layers, B, 2, S, N, H).
+        """
+        return ops.stack(
+            [b.compute_cross_attention_cache(encoded) for b in self.decoder_blocks]
+        )
+
+    def empty_self_attention_caches(self, batch_size, length):
+        """Zeroed self-attention caches, (num_decoder_layers, B, 2, L, N, H)."""
+        attention = self.decoder_blocks[0]._self_attention
+        shape = (
+            self.num_decoder_layers,
+            batch_size,
+            2,
+            length,
+            attention.num_heads,
+            attention.key_dim,
+        )
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def decode_step(
+        self, token_ids, index, encoded, source_mask, self_caches, cross_caches
+    ):
+        """One decoder position over the caches (Eq. 7.34).
+
+        Args:
+            token_ids: (B, 1) the previous output token.
+            index: its position in the target.
+            encoded, source_mask: from `encode`.
+            self_caches, cross_caches: stacked per-block caches.
+
+        Returns:
+            (B, V) logits of the next token and the updated self caches.
+        """
+        y = self.target_embedding(token_ids, start_index=index)  # (B, 1, D)
+        updated = []
+        for i, block in enumerate(self.decoder_blocks):
+            y, cache, _ = block(
+                y,
+                encoded,
+                encoder_padding_mask=source_mask,
+                self_attention_cache=self_caches[i],
+                self_attention_cache_update_index=index,
+                cross_attention_cache=cross_caches[i],
+            )
+            updated.append(cache)
+        logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
+        return logits[:, 0, :], ops.stack(updated)
+
+    def generate(
+        self,
+        token_ids,
+        max_new_tokens=None,
+        strategy="greedy",
+        start_token_id=2,
+        end_token_id=3,
+        beam_width=4,
+        length_penalty=0.6,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
+    ):
+        """Translate source ids with a compiled loop over the KV cache.
+
+        Args:
+            token_ids: (B, S) int source ids, 0 = padding.
+            max_new_tokens: int, the longest output; defaults to
+                `max_length - 1`.
+            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            start_token_id, end_token_id: the target's special tokens.
+
+        Returns:
+            (B, max_new_tokens) int32 ids; each row ends with its end token
+            followed by zeros.
+        """
+        from keras_seq.masks import check_token_ids
+
+        check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
+        if token_ids.shape[1] is not None and token_ids.shape[1] > self.max_length:
+            raise ValueError(
+                f"`token_ids` has length {token_ids.shape[1]}; the model's "
+                f"max_length is {self.max_length}."
+            )
+        max_new_tokens = max_new_tokens or self.max_length - 1
+        if not 0 < max_new_tokens < self.max_length:
+            raise ValueError(
+                f"`max_new_tokens` must be in [1, {self.max_length - 1}] "
+                f"(max_length - 1); received {max_new_tokens}."
+            )
+        key = (
+            strategy,
+            max_new_tokens,
+            start_token_id,
+            end_token_id,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+        )
+        cache = self.__dict__.setdefault("_generate_functions", {})
+        if key not in cache:
+            sampler = generation.make_sampler(
+                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+            cache[key] = generation.compile_for_backend(
+                lambda source: self._generate(
+                    source, sampler, max_new_tokens, start_token_id, end_token_id
+                )
+            )
+        source = ops.convert_to_tensor(token_ids, dtype="int32")
+        return cache[key](source)
+
+    def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
+        encoded, source_mask = self.encode(source)
+        cross_caches = self.cross_attention_caches(encoded)
+        batch_size = ops.shape(source)[0]
+        self_caches = self.empty_self_attention_caches(batch_size, max_new_tokens)
+        start = ops.full((batch_size, 1), start_token_id, dtype="int32")
+        buffer = ops.concatenate(
+            [start, ops.zeros((batch_size, max_new_tokens), dtype="int32")], axis=1
+        )  # (B, 1 + max_new_tokens)
+        given = ops.concatenate(
+            [
+                ops.ones((batch_size, 1), "bool"),
+                ops.zeros((batch_size, max_new_tokens), "bool"),
+            ],
+            axis=1,
+        )
+
+        def next_logits(buffer, caches, index):
+            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
+            logits, caches = self.decode_step(
+                previous, index - 1, encoded, source_mask, caches, cross_caches
+            )
+            return logits, None, caches
+
+        buffer = sampler(
+            next_logits,
+            buffer,
+            cache=self_caches,
+            index=1,
+            mask=given,
+            stop_token_ids=[end_token_id],
+        )
+        return _zero_after_end(buffer[:, 1:], end_token_id)
+
     def get_config(self):
         return {
             "name": self.name,
@@ -253,3 +420,10 @@ def build_translator(preset=None, **overrides):
         config["source_vocabulary_size"] = size
         config["target_vocabulary_size"] = size
     return Translator(**config)
+
+
+def _zero_after_end(token_ids, end_token_id):
+    """Keep each row up to and including its first end token; zero the rest."""
+    is_end = ops.cast(ops.equal(token_ids, end_token_id), "int32")
+    ends_before = ops.cumsum(is_end, axis=1) - is_end  # ends strictly earlier
+    return ops.where(ops.equal(ends_before, 0), token_ids, 0)

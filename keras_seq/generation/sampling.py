@@ -1,0 +1,77 @@
+"""Token choice for generation, built on `keras_hub.samplers`.
+
+keras-hub's samplers run a compiled `ops.while_loop` over a token buffer
+and a cache, calling `next(buffer, cache, index) -> (logits, hidden, cache)`
+once per position and stopping when every row has produced an end token.
+That contract fits our translator and language models directly, so greedy
+and sampling strategies are theirs; the models supply `next` over their
+own caches.
+
+Shape legend:
+    B: batch size
+    L: buffer length (prompt plus new tokens)
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+STRATEGIES = ("greedy", "sample", "beam")
+
+
+def make_sampler(strategy="greedy", temperature=1.0, top_k=None, top_p=None, seed=None):
+    """The keras-hub sampler for a strategy name and its options."""
+    import keras_hub
+
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"`strategy` must be one of {STRATEGIES}; received {strategy!r}."
+        )
+    if temperature <= 0:
+        raise ValueError(f"`temperature` must be > 0; received {temperature}.")
+    if strategy == "greedy":
+        return keras_hub.samplers.GreedySampler(temperature=temperature)
+    if strategy == "sample":
+        if top_p is not None:
+            if not 0.0 < top_p <= 1.0:
+                raise ValueError(f"`top_p` must be in (0, 1]; received {top_p}.")
+            return keras_hub.samplers.TopPSampler(
+                p=top_p, k=top_k, seed=seed, temperature=temperature
+            )
+        if top_k is not None:
+            if int(top_k) < 1:
+                raise ValueError(f"`top_k` must be >= 1; received {top_k}.")
+            return keras_hub.samplers.TopKSampler(
+                k=int(top_k), seed=seed, temperature=temperature
+            )
+        return keras_hub.samplers.RandomSampler(seed=seed, temperature=temperature)
+    raise NotImplementedError("Beam search is provided by the models' generate().")
+
+
+def compile_for_backend(fn):
+    """Compile a pure-inference function once: XLA on TF, jit on JAX.
+
+    Inputs of a new shape trigger one new compilation, so callers bucket
+    their lengths.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn, jit_compile=True, reduce_retracing=True)
+    if backend == "jax":
+        import jax
+
+        return jax.jit(fn, static_argnums=())
+    return fn
+
+
+def strip_after_end(token_ids, end_token_id):
+    """NumPy rows cut before their first end token, as lists of ids."""
+    rows = []
+    for row in np.asarray(ops.convert_to_numpy(token_ids)):
+        row = row.tolist()
+        if end_token_id is not None and end_token_id in row:
+            row = row[: row.index(end_token_id)]
+        rows.append([t for t in row if t != 0])
+    return rows
