@@ -54,7 +54,15 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         self.padding_id = padding_id
         self.from_logits = from_logits
 
-    def call(self, y_true, y_pred):
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # Keras' `Loss.__call__` multiplies by the mask that the model's
+        # output carries and by `sample_weight` *after* `call`, which turns
+        # an already averaged scalar into a (B, T) array. The padding mask
+        # is read from `y_true` here instead, and sample weights join the
+        # token average, so the result is always a scalar per-token mean.
+        return self.call(y_true, y_pred, sample_weight=sample_weight)
+
+    def call(self, y_true, y_pred, sample_weight=None):
         y_true = ops.cast(y_true, "int32")
         y_pred = ops.cast(y_pred, "float32")  # Softmax in float32.
         if self.from_logits:
@@ -69,7 +77,12 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
             eps = self.label_smoothing
             loss = (1.0 - eps) * nll + eps * uniform
         mask = ops.cast(ops.not_equal(y_true, self.padding_id), "float32")
-        return ops.sum(loss * mask) / ops.maximum(ops.sum(mask), 1.0)
+        if sample_weight is not None:
+            weight = ops.cast(sample_weight, "float32")
+            while len(weight.shape) < len(mask.shape):
+                weight = weight[..., None]  # (B,) -> (B, 1)
+            mask = mask * weight
+        return ops.sum(loss * mask) / ops.maximum(ops.sum(mask), 1e-9)
 
     def get_config(self):
         config = super().get_config()

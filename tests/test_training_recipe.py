@@ -87,3 +87,27 @@ def test_warmup_schedule_serializes_inside_an_optimizer():
     assert revived.get_config()["learning_rate"]["config"] == schedule.get_config()
     with pytest.raises(ValueError, match="`warmup_steps`"):
         InverseSquareRootWarmup(model_dim=128, warmup_steps=0)
+
+
+def test_loss_is_a_token_mean_inside_fit_even_when_logits_carry_a_mask():
+    """The model's output mask must not rescale or reshape the loss."""
+    import zoo
+
+    model = zoo.build_language_model("tiny", dropout=0.0)
+    ids = np.array([[5, 6, 7, 8, 0, 0], [9, 10, 11, 12, 13, 0]], "int32")
+    labels = np.roll(ids, -1, axis=1) * (np.roll(ids, -1, axis=1) != 0)
+    loss = MaskedSparseCategoricalCrossentropy()
+    model.compile(optimizer="sgd", loss=loss)
+    reported = model.evaluate(ids, labels, verbose=0)
+    direct = float(loss(labels, model.predict(ids, verbose=0)))
+    assert reported == pytest.approx(direct, rel=1e-4)
+    history = model.fit(ids, labels, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_loss_sample_weights_weight_examples():
+    labels = np.array([[3, 1, 0, 0], [2, 5, 4, 0]])
+    logits = _logits()
+    loss = MaskedSparseCategoricalCrossentropy()
+    only_first = float(loss(labels, logits, sample_weight=np.array([1.0, 0.0])))
+    assert only_first == pytest.approx(float(loss(labels[:1], logits[:1])), rel=1e-5)

@@ -11,21 +11,40 @@ from zoo.presets import (
     CLASSIFIER_PRESETS,
     ENCODER_PRESETS,
     LANGUAGE_MODEL_PRESETS,
+    RNN_LANGUAGE_MODEL_PRESETS,
+    RNN_SEQ2SEQ_PRESETS,
+    RNN_TRANSLATOR_PRESETS,
     TRANSLATOR_PRESETS,
 )
+from zoo.rnn import (
+    RNNLanguageModel,
+    RNNSeq2Seq,
+    build_rnn_language_model,
+    build_rnn_seq2seq,
+)
+from zoo.rnn_translator import RNNTranslator, build_rnn_translator
 from zoo.translator import Translator, build_translator
 
 __all__ = [
     "CLASSIFIER_PRESETS",
     "ENCODER_PRESETS",
     "LANGUAGE_MODEL_PRESETS",
+    "RNN_LANGUAGE_MODEL_PRESETS",
+    "RNN_SEQ2SEQ_PRESETS",
+    "RNN_TRANSLATOR_PRESETS",
     "TRANSLATOR_PRESETS",
     "Classifier",
     "LanguageModel",
     "MaskedLanguageModel",
+    "RNNLanguageModel",
+    "RNNSeq2Seq",
+    "RNNTranslator",
     "Translator",
     "build_classifier",
     "build_language_model",
     "build_masked_language_model",
+    "build_rnn_language_model",
+    "build_rnn_seq2seq",
+    "build_rnn_translator",
     "build_translator",
 ]

@@ -165,3 +165,101 @@ LANGUAGE_MODEL_PRESETS = {
         },
     },
 }
+
+RNN_LANGUAGE_MODEL_PRESETS = {
+    "tiny": {
+        "description": "Seconds to build and train; for tests: 2 LSTM layers of 16.",
+        "params": 7_524,
+        "config": {
+            "vocabulary_size": 100,
+            "cell": "lstm",
+            "units": 16,
+            "num_layers": 2,
+            "embedding_dim": 16,
+            "dropout": 0.0,
+        },
+    },
+    "small": {
+        "description": "Shakespeare on CPU: 2 stacked LSTM layers of 256.",
+        "params": 3_999_552,
+        "config": {
+            "vocabulary_size": 8000,
+            "cell": "lstm",
+            "units": 256,
+            "num_layers": 2,
+            "embedding_dim": 128,
+            "dropout": 0.2,
+        },
+    },
+}
+
+RNN_SEQ2SEQ_PRESETS = {
+    "tiny": {
+        "description": "Seconds to build and train; for tests: one GRU of 16.",
+        "params": 8_164,
+        "config": {
+            "source_vocabulary_size": 100,
+            "target_vocabulary_size": 100,
+            "cell": "gru",
+            "units": 16,
+            "embedding_dim": 16,
+            "num_layers": 1,
+            "dropout": 0.0,
+        },
+    },
+    "small": {
+        "description": (
+            "Fig. 7.9 (b) on CPU: 2 + 2 LSTM layers of 256, the context fed "
+            "at every step, reversed source (Sutskever et al. in miniature)."
+        ),
+        "params": 8_253_248,
+        "config": {
+            "source_vocabulary_size": 8000,
+            "target_vocabulary_size": 8000,
+            "cell": "lstm",
+            "units": 256,
+            "embedding_dim": 128,
+            "num_layers": 2,
+            "dropout": 0.2,
+            "feed_context": True,
+            "reverse_source": True,
+        },
+    },
+}
+
+RNN_TRANSLATOR_PRESETS = {
+    "tiny": {
+        "description": (
+            "Seconds to build and train; for tests: bidirectional GRU 2 x 8, "
+            "GRU decoder of 16, additive attention."
+        ),
+        "params": 10_948,
+        "config": {
+            "source_vocabulary_size": 100,
+            "target_vocabulary_size": 100,
+            "cell": "gru",
+            "units": 16,
+            "encoder_units": 8,
+            "embedding_dim": 16,
+            "score": "additive",
+            "dropout": 0.0,
+        },
+    },
+    "small": {
+        "description": (
+            "Fig. 7.10 on CPU: bidirectional GRU 2 x 128, GRU decoder of 256, "
+            "additive (Bahdanau) attention."
+        ),
+        "params": 7_040_320,
+        "config": {
+            "source_vocabulary_size": 8000,
+            "target_vocabulary_size": 8000,
+            "cell": "gru",
+            "units": 256,
+            "encoder_units": 128,
+            "embedding_dim": 128,
+            "score": "additive",
+            "dropout": 0.2,
+        },
+    },
+}

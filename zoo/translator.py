@@ -268,6 +268,32 @@ class Translator(keras.Model):
         logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
         return logits[:, 0, :], ops.stack(updated)
 
+    def cross_attention_weights(self, encoder_token_ids, decoder_token_ids):
+        """Cross-attention weights of the last decoder block, as in Fig. 7.11.
+
+        Returns:
+            (B, N, T, S) weights: row t says where output t looked in the
+            source.
+        """
+        encoded, source_mask = self.encode(encoder_token_ids)
+        target_mask = ops.not_equal(decoder_token_ids, 0)
+        y = self.target_embedding(decoder_token_ids)
+        for block in self.decoder_blocks[:-1]:
+            y = block(
+                y,
+                encoded,
+                decoder_padding_mask=target_mask,
+                encoder_padding_mask=source_mask,
+            )
+        _, weights = self.decoder_blocks[-1](
+            y,
+            encoded,
+            decoder_padding_mask=target_mask,
+            encoder_padding_mask=source_mask,
+            return_attention_scores=True,
+        )
+        return weights
+
     def generate(
         self,
         token_ids,

@@ -1,0 +1,45 @@
+"""Figures written by the demo: learning curves and attention heat maps."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def plot_learning_curves(history, bleu_points, path):
+    """Loss per epoch (train and validation) and validation BLEU vs minutes."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    epochs = np.arange(1, len(history["loss"]) + 1)
+    left.plot(epochs, history["loss"], "o-", label="training")
+    if "val_loss" in history:
+        left.plot(epochs, history["val_loss"], "s-", label="validation")
+    left.set(xlabel="epoch", ylabel="smoothed cross-entropy per token", title="Loss")
+    left.legend()
+    if bleu_points:
+        minutes, _, bleu = zip(*bleu_points)
+        right.plot(minutes, bleu, "o-", color="tab:green")
+    right.set(xlabel="training minutes", ylabel="BLEU", title="Validation BLEU")
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_attention(weights, source_tokens, target_tokens, path, title=None):
+    """An attention matrix in the style of Fig. 7.11: rows are outputs."""
+    weights = np.asarray(weights)
+    fig, axis = plt.subplots(
+        figsize=(1.0 + 0.45 * len(source_tokens), 1.0 + 0.4 * len(target_tokens))
+    )
+    axis.imshow(weights, cmap="gray_r", vmin=0.0, vmax=max(weights.max(), 1e-6))
+    axis.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right")
+    axis.set_yticks(range(len(target_tokens)), target_tokens)
+    axis.set_xlabel("source")
+    axis.set_ylabel("output")
+    if title:
+        axis.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,477 @@
+"""`tf.data` pipelines that feed `model.fit` for every family of the zoo.
+
+Shape legend:
+    B: batch size
+    S: source length
+    T: target (or sequence) length
+
+Every pipeline tokenizes its texts once, eagerly, before the dataset is
+built (a batched `tf.data` pass through the tokenizer's TensorFlow path:
+about 1 s per 100,000 sentences on two CPU cores, after half a second of
+tracing). That pass counts the sentences that will
+be truncated, so one warning can say how many, and the dataset then only
+slices ids, instead of re-tokenizing every epoch. Ids are int32 and 0 is
+padding everywhere; the losses of keras-seq ignore label 0.
+
+Shapes are kept few so that XLA (`jit_compile=True`) compiles a handful of
+graphs, not one per batch: translation batches are padded to the boundary of
+their length bucket, the other pipelines to their fixed length.
+"""
+
+import warnings
+
+import keras_hub
+import numpy as np
+
+from keras_seq.text.vocabulary import (
+    END_ID,
+    MASK_ID,
+    PAD_ID,
+    START_ID,
+    _check_texts,
+)
+
+# Bucket lengths start here and grow by this factor, rounded up to a multiple
+# of 8 (see `default_bucket_boundaries`).
+_FIRST_BUCKET = 8
+_BUCKET_GROWTH = 1.5
+_TOKENIZE_BATCH = 2048
+
+
+def default_bucket_boundaries(max_length):
+    """Bucket lengths for `make_translation_dataset`, derived from `max_length`.
+
+    Lengths start at 8 and grow by a factor of 1.5, each rounded up to a
+    multiple of 8, and end at `max_length`: 8, 16, 24, 40, 64 for
+    `max_length=64`; 8, 16, 24, 40, 64, 96, 128 for 128. A batch is padded to
+    its bucket's length, so padding wastes at most about a third of a batch,
+    and a model compiles at most this many shapes.
+    """
+    boundaries = []
+    length = _FIRST_BUCKET
+    while length < max_length:
+        boundaries.append(length)
+        length = -(-int(length * _BUCKET_GROWTH) // 8) * 8  # Round up to 8.
+    return boundaries + [max_length]
+
+
+def make_translation_dataset(
+    pairs,
+    source_tokenizer,
+    target_tokenizer,
+    max_length,
+    batch_tokens=4096,
+    batch_size=None,
+    shuffle=False,
+    seed=0,
+    training=False,
+    bucket_boundaries=None,
+):
+    """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
+
+    The target is packed as `[START] ids [END]`; the decoder reads it
+    without its last token and learns to predict it without its first, so
+    all target positions are trained at once:
+
+        target          [START] ich  bin  da   [END]
+        decoder input   [START] ich  bin  da
+        labels          ich     bin  da   [END]
+
+    Pairs are grouped by length (`tf.data.Dataset.bucket_by_sequence_length`)
+    and every batch is padded to its bucket's length, so each bucket has one
+    shape. Sentences longer than `max_length` tokens are truncated (a
+    target keeps its `[END]`) and one warning says how many pairs were.
+
+    Args:
+        pairs: a list of `(source, target)` string pairs.
+        source_tokenizer, target_tokenizer: tokenizers of `make_tokenizer`.
+        max_length: int, the longest source and decoder sequence: the
+            model's `max_length`.
+        batch_tokens: int, the token budget of a batch: a bucket of length
+            L holds `max(1, batch_tokens // L)` pairs.
+        batch_size: int, a fixed number of pairs per batch instead of
+            `batch_tokens`.
+        shuffle: bool, shuffle the pairs every epoch (before bucketing).
+        seed: int, the shuffle seed.
+        training: bool. `True` drops each bucket's last, incomplete batch,
+            so batch sizes are fixed too; `False` keeps every pair.
+        bucket_boundaries: sorted ints, the lengths batches are padded to; a
+            pair whose longer side has n tokens goes to the smallest one
+            `>= n`. `max_length` is added if missing. Defaults to
+            `default_bucket_boundaries(max_length)`.
+
+    Returns:
+        A `tf.data.Dataset` of `(features, labels)`: `features` a dict with
+        `"encoder_token_ids"` (B, S) and `"decoder_token_ids"` (B, T),
+        `labels` (B, T); all int32, 0-padded, and S == T == a bucket length.
+    """
+    import tensorflow as tf
+
+    sources, targets = _check_pairs(pairs)
+    _check_positive_int(max_length, "max_length", minimum=2)
+    lengths = _check_boundaries(bucket_boundaries, max_length)
+    if batch_size is not None:
+        _check_positive_int(batch_size, "batch_size")
+        batch_sizes = [batch_size] * len(lengths)
+    else:
+        _check_positive_int(batch_tokens, "batch_tokens")
+        batch_sizes = [max(1, batch_tokens // length) for length in lengths]
+
+    source_lengths, source_ids = _tokenize(sources, source_tokenizer, max_length)
+    # StartEndPacker trims to leave room for [START] and [END], so a long
+    # target keeps its [END]; it pads to one fixed length, and `_tokenize`
+    # drops that padding so that bucketing sees each target's own length.
+    packer = keras_hub.layers.StartEndPacker(
+        sequence_length=max_length + 1,
+        start_value=START_ID,
+        end_value=END_ID,
+        pad_value=PAD_ID,
+    )
+    target_lengths, target_ids = _tokenize(targets, target_tokenizer, pack=packer)
+    truncated = (source_lengths > max_length) | (target_lengths > max_length - 1)
+    _warn_truncated(truncated, "sentence pairs", max_length)
+
+    def split_target(source, target):
+        features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
+        return features, target[1:]
+
+    dataset = tf.data.Dataset.from_tensor_slices((source_ids, target_ids))
+    if shuffle:
+        dataset = dataset.shuffle(
+            len(sources), seed=seed, reshuffle_each_iteration=True
+        )
+    dataset = _map(dataset, split_target)
+    longer_sides = np.maximum(
+        np.minimum(source_lengths, max_length),
+        np.minimum(target_lengths, max_length - 1) + 1,  # decoder input
+    )
+    dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _bucket(dataset, example_lengths, bucket_lengths, batch_sizes, training):
+    """Batches translation examples by length, padded to their bucket."""
+    import tensorflow as tf
+
+    def longer_side(features, labels):
+        return tf.maximum(tf.size(features["encoder_token_ids"]), tf.size(labels))
+
+    # A bucket (previous length, length] is padded to `length`. TensorFlow's
+    # boundaries are exclusive upper bounds, and its extra last bucket
+    # (longer than max_length) stays empty.
+    dataset = dataset.bucket_by_sequence_length(
+        element_length_func=longer_side,
+        bucket_boundaries=[length + 1 for length in bucket_lengths],
+        bucket_batch_sizes=batch_sizes + [1],
+        pad_to_bucket_boundary=True,
+        drop_remainder=training,
+    )
+    # Bucketing hides the number of batches from tf.data; stating it lets
+    # Keras show progress and spares its "ran out of data" warning.
+    buckets = np.searchsorted(bucket_lengths, example_lengths, side="left")
+    counts = np.bincount(buckets, minlength=len(bucket_lengths))
+    if training:
+        num_batches = sum(c // b for c, b in zip(counts, batch_sizes))
+    else:
+        num_batches = sum(-(-c // b) for c, b in zip(counts, batch_sizes))
+    return dataset.apply(tf.data.experimental.assert_cardinality(int(num_batches)))
+
+
+def make_classification_dataset(
+    texts,
+    labels,
+    tokenizer,
+    max_length,
+    batch_size,
+    shuffle=False,
+    seed=0,
+    drop_remainder=False,
+):
+    """Batches of `(token_ids, labels)` for an encoder classifier.
+
+    Args:
+        texts: a list of strings.
+        labels: one label per text: class ids (ints) or scores (floats),
+            shape (N,) or (N, K).
+        tokenizer: a tokenizer of `make_tokenizer`.
+        max_length: int; every batch is padded to this length and longer
+            texts are truncated (one warning says how many).
+        batch_size: int.
+        shuffle: bool, shuffle every epoch.
+        seed: int, the shuffle seed.
+        drop_remainder: bool, drop the last, incomplete batch.
+
+    Returns:
+        A `tf.data.Dataset` of `(token_ids (B, max_length) int32, labels)`,
+        labels int32 for ints and float32 for floats.
+    """
+    import tensorflow as tf
+
+    texts = _check_texts(texts)
+    _check_positive_int(max_length, "max_length")
+    _check_positive_int(batch_size, "batch_size")
+    labels = np.asarray(labels)
+    if labels.ndim == 0 or len(labels) != len(texts):
+        raise ValueError(
+            f"`labels` must hold one label per text ({len(texts)}); received "
+            f"shape {labels.shape}."
+        )
+    if labels.dtype.kind in "iub":
+        labels = labels.astype("int32")
+    elif labels.dtype.kind == "f":
+        labels = labels.astype("float32")
+    else:
+        raise ValueError(
+            f"`labels` must be integers or floats; received dtype {labels.dtype}."
+        )
+    lengths, token_ids = _tokenize(texts, tokenizer, max_length)
+    _warn_truncated(lengths > max_length, "texts", max_length)
+
+    dataset = tf.data.Dataset.from_tensor_slices((token_ids, labels))
+    if shuffle:
+        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+
+    def pad(token_ids, labels):  # (B, None) ragged -> (B, max_length)
+        return token_ids.to_tensor(PAD_ID, shape=[None, max_length]), labels
+
+    dataset = _map(dataset, pad)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_language_model_dataset(
+    texts,
+    tokenizer,
+    sequence_length,
+    batch_size,
+    shuffle=False,
+    seed=0,
+    drop_remainder=False,
+    separator_id=END_ID,
+):
+    """Windows of a token stream for a causal language model.
+
+    The texts are tokenized and concatenated into one stream, each followed
+    by `separator_id` (`[END]`, so a model learns where a text ends and
+    `generate` can stop there). The stream is cut into windows of
+    `sequence_length + 1` tokens that start every `sequence_length` tokens,
+    so consecutive windows share one token and every token but the first is
+    a label exactly once; the last, partial window is dropped:
+
+        window      w0 w1 w2 w3 w4
+        token_ids   w0 w1 w2 w3
+        labels      w1 w2 w3 w4
+
+    Args:
+        texts: a list of strings (lines, paragraphs or whole works).
+        tokenizer: a tokenizer of `make_tokenizer`.
+        sequence_length: int, T.
+        batch_size: int.
+        shuffle: bool, shuffle the windows every epoch.
+        seed: int, the shuffle seed.
+        drop_remainder: bool, drop the last, incomplete batch.
+        separator_id: int or `None`, the id put after each text.
+
+    Returns:
+        A `tf.data.Dataset` of `(token_ids, labels)`, both (B, T) int32.
+    """
+    import tensorflow as tf
+
+    texts = _check_texts(texts)
+    _check_positive_int(sequence_length, "sequence_length")
+    _check_positive_int(batch_size, "batch_size")
+    _, token_ids = _tokenize(texts, tokenizer)
+    if separator_id is not None:
+        separators = tf.fill([len(texts), 1], tf.constant(separator_id, "int32"))
+        token_ids = tf.concat([token_ids, separators], axis=1)
+    stream = token_ids.flat_values.numpy()
+    num_windows = (len(stream) - 1) // sequence_length
+    if num_windows < 1:
+        raise ValueError(
+            f"`texts` hold {len(stream)} tokens; a window of "
+            f"`sequence_length` + 1 = {sequence_length + 1} needs more."
+        )
+    starts = np.arange(num_windows)[:, None] * sequence_length  # (W, 1)
+    windows = stream[starts + np.arange(sequence_length + 1)]  # (W, T + 1)
+
+    dataset = tf.data.Dataset.from_tensor_slices((windows[:, :-1], windows[:, 1:]))
+    if shuffle:
+        dataset = dataset.shuffle(num_windows, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_masked_language_model_dataset(
+    texts,
+    tokenizer,
+    max_length,
+    batch_size,
+    mask_rate=0.15,
+    seed=0,
+    shuffle=False,
+    drop_remainder=False,
+):
+    """Batches for masked language modelling (BERT's fill-in task).
+
+    `keras_hub.layers.MaskedLMMaskGenerator` selects `ceil(mask_rate * n)`
+    of the n tokens of each text (so short texts are masked slightly more
+    often than `mask_rate`) and replaces 80% of them by `[MASK]`, 10% by a
+    random token and leaves 10% unchanged (Devlin et al., 2019). Masks are
+    drawn anew for every batch and epoch (dynamic masking); they follow
+    TensorFlow's global seed (`keras.utils.set_random_seed`), since the
+    keras-hub layer takes no seed of its own.
+
+    Args:
+        texts: a list of strings.
+        tokenizer: a tokenizer of `make_tokenizer`.
+        max_length: int; every batch is padded to this length and longer
+            texts are truncated (one warning says how many).
+        batch_size: int.
+        mask_rate: float in (0, 1), the share of tokens selected.
+        seed: int, the shuffle seed.
+        shuffle: bool, shuffle the texts every epoch.
+        drop_remainder: bool, drop the last, incomplete batch.
+
+    Returns:
+        A `tf.data.Dataset` of `(token_ids, labels)`, both (B, max_length)
+        int32: `labels` holds the original id at selected positions and 0
+        (ignored by the loss) everywhere else.
+    """
+    import tensorflow as tf
+
+    texts = _check_texts(texts)
+    _check_positive_int(max_length, "max_length")
+    _check_positive_int(batch_size, "batch_size")
+    if not 0.0 < mask_rate < 1.0:
+        raise ValueError(f"`mask_rate` must be in (0, 1); received {mask_rate}.")
+    lengths, token_ids = _tokenize(texts, tokenizer, max_length)
+    _warn_truncated(lengths > max_length, "texts", max_length)
+    masker = keras_hub.layers.MaskedLMMaskGenerator(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        mask_selection_rate=mask_rate,
+        mask_token_id=MASK_ID,
+        unselectable_token_ids=[PAD_ID, START_ID, END_ID, MASK_ID],
+    )
+
+    def mask(batch):  # (B, None) ragged.
+        masked = masker(batch)
+        # A random replacement may draw [PAD]; inside a text it would read
+        # as padding, so it becomes [MASK] instead.
+        inputs = tf.ragged.map_flat_values(
+            lambda ids: tf.where(ids == PAD_ID, MASK_ID, ids), masked["token_ids"]
+        )
+        positions = masked["mask_positions"]  # (B, None) ragged
+        indices = tf.stack(
+            [positions.value_rowids(), tf.cast(positions.flat_values, "int64")],
+            axis=-1,
+        )
+        shape = tf.stack([inputs.nrows(), tf.constant(max_length, "int64")])
+        labels = tf.scatter_nd(indices, masked["mask_ids"].flat_values, shape)
+        inputs = inputs.to_tensor(default_value=PAD_ID, shape=[None, max_length])
+        return inputs, labels  # (B, max_length) each
+
+    dataset = tf.data.Dataset.from_tensor_slices(token_ids)
+    if shuffle:
+        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    dataset = _map(dataset, mask)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _tokenize(texts, tokenizer, max_length=None, pack=None):
+    """Tokenizes all texts in one batched pass.
+
+    Returns:
+        `(lengths, ids)`: a NumPy array of the token counts before any
+        truncation, and a ragged (N, None) int32 tensor of the ids, cut to
+        `max_length` or passed through `pack`.
+    """
+    import tensorflow as tf
+
+    def tokenize(batch):
+        ids = tf.cast(tokenizer.tokenize(batch), "int32")  # (b, None) ragged
+        lengths = ids.row_lengths()
+        if pack is not None:
+            ids = tf.RaggedTensor.from_tensor(pack(ids), padding=PAD_ID)
+        elif max_length is not None:
+            ids = ids[:, :max_length]
+        return lengths, ids
+
+    # Inside `map` the keras-hub layers take their TensorFlow path; called
+    # eagerly they would run their (slow) pure-Python path.
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string))
+    dataset = _map(dataset.batch(_TOKENIZE_BATCH), tokenize)  # Keeps order.
+    lengths, ids = [], []
+    for batch_lengths, batch_ids in dataset:
+        lengths.append(batch_lengths.numpy())
+        ids.append(batch_ids)
+    return np.concatenate(lengths), tf.concat(ids, axis=0)
+
+
+def _map(dataset, function):
+    """`dataset.map` without autograph.
+
+    None of our map functions (nor the keras-hub layers they call) has
+    data-dependent Python control flow, so autograph has nothing to convert;
+    skipping it saves seconds of tracing per pipeline.
+    """
+    import tensorflow as tf
+
+    function = tf.autograph.experimental.do_not_convert(function)
+    return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _warn_truncated(truncated, what, max_length):
+    count = int(np.sum(truncated))
+    if count:
+        warnings.warn(
+            f"{count} of {len(truncated)} {what} were longer than "
+            f"max_length={max_length} tokens and were truncated.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _check_pairs(pairs):
+    if isinstance(pairs, (str, bytes)):
+        raise TypeError("`pairs` must be a list of (source, target) pairs.")
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("`pairs` is empty; expected (source, target) pairs.")
+    for index, pair in enumerate(pairs):
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or not all(isinstance(side, str) for side in pair)
+        ):
+            raise TypeError(
+                f"`pairs` must hold (source, target) string pairs; item "
+                f"{index} is {pair!r}."
+            )
+    return [source for source, _ in pairs], [target for _, target in pairs]
+
+
+def _check_positive_int(value, name, minimum=1):
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"`{name}` must be an int; received {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}; received {value}.")
+
+
+def _check_boundaries(boundaries, max_length):
+    """The sorted bucket lengths, ending at `max_length`."""
+    if boundaries is None:
+        return default_bucket_boundaries(max_length)
+    boundaries = list(boundaries)
+    for value in boundaries:
+        _check_positive_int(value, "bucket_boundaries")
+    if boundaries != sorted(set(boundaries)) or (
+        boundaries and boundaries[-1] > max_length
+    ):
+        raise ValueError(
+            f"`bucket_boundaries` must be strictly increasing lengths of at "
+            f"most max_length={max_length}; received {boundaries}."
+        )
+    if not boundaries or boundaries[-1] < max_length:
+        boundaries.append(max_length)
+    return boundaries

@@ -1,0 +1,481 @@
+"""Recurrent builders: a language model and a context-vector seq2seq model.
+
+The RNN side of the book's Chapter 7: the recursion of Eq. (7.1)–(7.2)
+with SimpleRNN, LSTM (Eq. 7.16–7.17) or GRU (Eq. 7.18–7.19) cells, stacked
+(Eq. 7.15) or bidirectional (Eq. 7.14), and the basic encoder-decoder of
+Fig. 7.9 (a) and (b). The attention translator of Fig. 7.10 is in
+`zoo.rnn_translator`.
+
+Shape legend:
+    B: batch size
+    S: source length
+    T: target (or text) length
+    E: embedding width (`embedding_dim`)
+    H: recurrent width (`units`)
+    V: vocabulary size
+"""
+
+import keras
+from keras import ops
+
+from keras_seq.masks import PADDING_ID
+from zoo import presets as presets_lib
+from zoo.common import check_positive_int, resolve_config
+from zoo.encoders import _ConfigModel
+
+CELLS = ("simple", "lstm", "gru")
+_RECURRENT_LAYERS = {
+    "simple": keras.layers.SimpleRNN,
+    "lstm": keras.layers.LSTM,
+    "gru": keras.layers.GRU,
+}
+
+# Checks shared with `zoo.rnn_translator`.
+
+
+def check_cell(cell, allowed=CELLS):
+    if cell not in allowed:
+        raise ValueError(f"`cell` must be one of {allowed}; received {cell!r}.")
+
+
+def check_dropout(dropout):
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+        raise ValueError(f"`dropout` must be a float in [0, 1); received {dropout!r}.")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"`dropout` must be in [0, 1); received {dropout!r}.")
+
+
+def check_bool(value, name):
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be True or False; received {value!r}.")
+
+
+def split_config(config, defaults, family):
+    """Builder arguments with defaults filled in, and the base Model kwargs.
+
+    `get_config()` of a `_ConfigModel` holds `name` and `trainable` next to
+    the builder arguments; they go to `keras.Model`, the rest is checked
+    against the family's defaults so that a typo fails loudly.
+    """
+    config = dict(config)
+    base = {key: config.pop(key) for key in ("name", "trainable") if key in config}
+    unknown = sorted(set(config) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"Unknown {family} arguments {unknown}; expected some of "
+            f"{sorted(defaults)}."
+        )
+    return {**defaults, **config}, base
+
+
+def recurrent_layer(cell, units, name, **kwargs):
+    """A Keras SimpleRNN, LSTM or GRU layer; GRU keeps `reset_after=True`."""
+    return _RECURRENT_LAYERS[cell](units, name=name, **kwargs)
+
+
+def reverse_real_tokens(token_ids, padding_id=PADDING_ID):
+    """Reverse the real tokens of each row, keeping padding at the end.
+
+    The input-reversal trick of Sutskever et al. (2014): `[a, b, c, 0, 0]`
+    becomes `[c, b, a, 0, 0]`. A row's length is one past its last non-pad
+    token, so a pad inside a row is reversed with the tokens around it and
+    trailing padding stays put; the function is its own inverse.
+
+    Args:
+        token_ids: (B, S) integer tensor, post-padded with `padding_id`.
+
+    Returns:
+        (B, S) integer tensor of the same dtype.
+    """
+    positions = ops.arange(ops.shape(token_ids)[1], dtype="int32")[None, :]  # (1, S)
+    real = ops.not_equal(token_ids, padding_id)  # (B, S)
+    lengths = ops.max(
+        ops.where(real, positions + 1, ops.zeros_like(positions)),
+        axis=1,
+        keepdims=True,
+    )  # (B, 1)
+    source = ops.where(positions < lengths, lengths - 1 - positions, positions)
+    return ops.take_along_axis(token_ids, source, axis=1)  # (B, S)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class ReverseTokens(keras.layers.Layer):
+    """Layer form of `reverse_real_tokens`: (B, S) ids -> (B, S) ids."""
+
+    def call(self, token_ids):
+        return reverse_real_tokens(token_ids)
+
+    def compute_output_spec(self, token_ids):
+        return keras.KerasTensor(token_ids.shape, dtype=token_ids.dtype)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class ConcatenateContext(keras.layers.Layer):
+    """Append one vector per sequence to every step: Fig. 7.9 (b).
+
+    (B, T, E) and (B, C) -> (B, T, E + C). The sequence's padding mask is
+    passed on unchanged.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, context):
+        steps = ops.shape(inputs)[1]
+        context = ops.cast(context, inputs.dtype)[:, None, :]  # (B, 1, C)
+        context = ops.repeat(context, steps, axis=1)  # (B, T, C)
+        return ops.concatenate([inputs, context], axis=-1)
+
+    def compute_output_shape(self, inputs_shape, context_shape):
+        return (*inputs_shape[:-1], inputs_shape[-1] + context_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LogitsDense(keras.layers.Dense):
+    """The output layer: a `Dense` whose logits carry no Keras mask.
+
+    Padding is the loss's business (`MaskedSparseCategoricalCrossentropy`
+    ignores target id 0). A mask left on the logits would make Keras weight
+    that already averaged, scalar loss by the mask a second time, which
+    rescales it and, on JAX, turns it into a (B, T) tensor that cannot be
+    differentiated.
+    """
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+
+LANGUAGE_MODEL_DEFAULTS = {
+    "vocabulary_size": 8000,
+    "cell": "lstm",
+    "units": 256,
+    "num_layers": 2,
+    "embedding_dim": 128,
+    "dropout": 0.2,
+    "bidirectional": False,
+}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RNNLanguageModel(_ConfigModel):
+    """A recurrent language model: embedding, stacked RNN layers, logits.
+
+    The recursion of Eq. (7.2), `h(t) = S_h(W_hh h(t-1) + W_hx x(t) + b_h)`
+    and `y(t) = S_y(W_yh h(t) + b_y)`, with `x(t)` the embedding of token
+    t and `y(t)` the logits of token t + 1. `cell` swaps the plain update
+    for an LSTM (Eq. 7.16–7.17) or a GRU (Eq. 7.18–7.19); `num_layers`
+    stacks them, the hidden sequence of layer l being the input of layer
+    l + 1 (Eq. 7.15, Fig. 7.7 (b)). Dropout sits on the non-recurrent
+    connections only (embedding and between layers, Zaremba et al. 2014).
+
+    `bidirectional=True` runs a forward and a reverse recursion per layer
+    and concatenates them (Eq. 7.14, Fig. 7.7 (a)). It is allowed, but the
+    model is then *not* a next-token predictor: the reverse recursion reads
+    tokens after t, including token t + 1 itself, so the logits at t see the
+    answer. Use it for per-token representations (tagging, fill-in
+    objectives), not for next-token training or generation; `is_causal`
+    tells which kind a model is.
+
+    Args:
+        vocabulary_size: int, number of token ids V (0 is padding).
+        cell: `"simple"`, `"lstm"` or `"gru"` (GRU with `reset_after=True`,
+            the Keras and cuDNN default).
+        units: int, recurrent width H (per direction).
+        num_layers: int, number of stacked recurrent layers L.
+        embedding_dim: int, token embedding width E.
+        dropout: float in [0, 1).
+        bidirectional: bool, see above.
+
+    Inputs:
+        token_ids: (B, T) int, 0 = padding (post-padded).
+
+    Outputs:
+        (B, T, V) logits; for a causal model, of the next token.
+
+    Example:
+    >>> model = build_rnn_language_model("tiny")
+    >>> tuple(model(keras.ops.ones((2, 5), "int32")).shape)
+    (2, 5, 100)
+
+    References:
+        Zaremba, Sutskever and Vinyals, "Recurrent Neural Network
+        Regularization", 2014.
+    """
+
+    def __init__(self, **config):
+        config, base = split_config(
+            config, LANGUAGE_MODEL_DEFAULTS, "RNN language model"
+        )
+        for key in ("vocabulary_size", "units", "num_layers", "embedding_dim"):
+            check_positive_int(config[key], key)
+        check_cell(config["cell"])
+        check_dropout(config["dropout"])
+        check_bool(config["bidirectional"], "bidirectional")
+        dropout = config["dropout"]
+
+        # Layers.
+        embedding = keras.layers.Embedding(
+            config["vocabulary_size"],
+            config["embedding_dim"],
+            mask_zero=True,
+            name="token_embedding",
+        )
+        recurrent = []
+        for i in range(config["num_layers"]):
+            layer = recurrent_layer(
+                config["cell"], config["units"], f"rnn_{i}", return_sequences=True
+            )
+            if config["bidirectional"]:
+                layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{i}")
+            recurrent.append(layer)
+        logits_dense = LogitsDense(config["vocabulary_size"], name="logits")
+
+        # Functional graph.
+        token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+        x = embedding(token_ids)  # (B, T, E), carries the padding mask
+        x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
+        for i, layer in enumerate(recurrent):
+            x = layer(x)  # (B, T, H), or (B, T, 2H) bidirectional
+            x = keras.layers.Dropout(dropout, name=f"rnn_dropout_{i}")(x)
+        logits = logits_dense(x)  # (B, T, V)
+        super().__init__(inputs=token_ids, outputs=logits, **base)
+
+        # Config and handles.
+        self._store_config(config)
+        self.token_embedding = embedding
+        self.recurrent_layers = recurrent
+        self.logits_dense = logits_dense
+
+    @property
+    def is_causal(self):
+        """Whether the logits at t depend only on tokens up to t."""
+        return not self.bidirectional
+
+
+SEQ2SEQ_DEFAULTS = {
+    "source_vocabulary_size": 8000,
+    "target_vocabulary_size": 8000,
+    "cell": "lstm",
+    "units": 256,
+    "embedding_dim": 128,
+    "num_layers": 2,
+    "dropout": 0.2,
+    "feed_context": False,
+    "reverse_source": False,
+}
+
+
+def _run_encoder(layers, x):
+    """Stacked encoder; returns the final state list of every layer."""
+    states = []
+    for i, layer in enumerate(layers["encoder_layers"]):
+        outputs = layer(x)  # [(B, S, H) or (B, H), then (B, H) per state]
+        x, layer_states = outputs[0], list(outputs[1:])
+        states.append(layer_states)
+        if i + 1 < len(layers["encoder_layers"]):
+            x = layers["encoder_dropout"][i](x)
+    return states
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RNNSeq2Seq(_ConfigModel):
+    """The basic RNN encoder-decoder with a context vector, Fig. 7.9.
+
+    The encoder runs over the source and keeps only its final state, the
+    context vector (the code `z*`); its padding mask makes that the state
+    after the last real token. The decoder is initialised with it (Fig. 7.9
+    (a)); when stacked, decoder layer l starts from the final state of
+    encoder layer l, as in Sutskever et al. (2014), and `z*` is the final
+    hidden state of the top encoder layer. With `feed_context=True`
+    (Fig. 7.9 (b)) `z*` is also concatenated to the target embedding at
+    every step and to the top decoder output before the logits, which keeps
+    the code from fading as t grows.
+
+    `reverse_source=True` feeds the encoder the real source tokens in
+    reverse order (padding stays at the end), the trick of Sutskever et al.
+    that brings the first source words close to the first target words.
+    The reversal happens inside the model, so callers pass sources in
+    normal order, at training and at inference.
+
+    Trained with teacher forcing: `decoder_token_ids` is the target shifted
+    right (start token first), and the logits at t predict target token t.
+
+    Args:
+        source_vocabulary_size, target_vocabulary_size: vocabulary sizes.
+        cell: `"simple"`, `"lstm"` or `"gru"`, for encoder and decoder.
+        units: int, recurrent width H of every layer (encoder and decoder
+            states must match to be handed over).
+        embedding_dim: int, width E of the source and target embeddings.
+        num_layers: int, stacked layers in the encoder and in the decoder.
+        dropout: float in [0, 1), on embeddings and between layers.
+        feed_context: bool, Fig. 7.9 (b) instead of (a).
+        reverse_source: bool, reverse the source's real tokens.
+
+    Inputs:
+        encoder_token_ids: (B, S) int, 0 = padding (post-padded).
+        decoder_token_ids: (B, T) int, 0 = padding.
+
+    Outputs:
+        (B, T, V) logits of the next target token.
+
+    References:
+        Sutskever, Vinyals and Le, "Sequence to Sequence Learning with
+        Neural Networks", NeurIPS 2014.
+        Cho et al., "Learning Phrase Representations using RNN
+        Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
+    """
+
+    def __init__(self, **config):
+        config, base = split_config(config, SEQ2SEQ_DEFAULTS, "RNN seq2seq")
+        for key in (
+            "source_vocabulary_size",
+            "target_vocabulary_size",
+            "units",
+            "embedding_dim",
+            "num_layers",
+        ):
+            check_positive_int(config[key], key)
+        check_cell(config["cell"])
+        check_dropout(config["dropout"])
+        check_bool(config["feed_context"], "feed_context")
+        check_bool(config["reverse_source"], "reverse_source")
+        layers = self._make_layers(config)
+
+        # Functional graph.
+        encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
+        decoder_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+        source_ids = encoder_ids
+        if config["reverse_source"]:
+            source_ids = layers["source_reversal"](encoder_ids)  # (B, S)
+        x = layers["source_embedding"](source_ids)  # (B, S, E), carries the mask
+        x = layers["source_dropout"](x)
+        states = _run_encoder(layers, x)
+        context = states[-1][0]  # z*: (B, H)
+        y = layers["target_embedding"](decoder_ids)  # (B, T, E)
+        y = layers["target_dropout"](y)
+        if config["feed_context"]:
+            y = layers["context_input"](y, context)  # (B, T, E + H)
+        for i, layer in enumerate(layers["decoder_layers"]):
+            # With an initial state Keras does not forward the implicit
+            # mask; the targets are post-padded, so the steps before any
+            # padding, the ones the loss reads, are unaffected.
+            y = layer(y, initial_state=states[i])  # (B, T, H)
+            y = layers["decoder_dropout"][i](y)
+        if config["feed_context"]:
+            y = layers["context_output"](y, context)  # (B, T, 2H)
+        logits = layers["logits_dense"](y)  # (B, T, V)
+        super().__init__(
+            inputs={"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids},
+            outputs=logits,
+            **base,
+        )
+
+        # Config and handles.
+        self._store_config(config)
+        for key, value in layers.items():
+            setattr(self, key, value)
+
+    @staticmethod
+    def _make_layers(config):
+        cell, units, dropout = config["cell"], config["units"], config["dropout"]
+        count = config["num_layers"]
+        layers = {
+            "source_embedding": keras.layers.Embedding(
+                config["source_vocabulary_size"],
+                config["embedding_dim"],
+                mask_zero=True,
+                name="source_embedding",
+            ),
+            "target_embedding": keras.layers.Embedding(
+                config["target_vocabulary_size"],
+                config["embedding_dim"],
+                mask_zero=True,
+                name="target_embedding",
+            ),
+            "source_dropout": keras.layers.Dropout(dropout, name="source_dropout"),
+            "target_dropout": keras.layers.Dropout(dropout, name="target_dropout"),
+            "encoder_layers": [
+                recurrent_layer(
+                    cell,
+                    units,
+                    f"encoder_{i}",
+                    return_sequences=i + 1 < count,
+                    return_state=True,
+                )
+                for i in range(count)
+            ],
+            "encoder_dropout": [
+                keras.layers.Dropout(dropout, name=f"encoder_dropout_{i}")
+                for i in range(count - 1)
+            ],
+            "decoder_layers": [
+                recurrent_layer(cell, units, f"decoder_{i}", return_sequences=True)
+                for i in range(count)
+            ],
+            "decoder_dropout": [
+                keras.layers.Dropout(dropout, name=f"decoder_dropout_{i}")
+                for i in range(count)
+            ],
+            "logits_dense": LogitsDense(
+                config["target_vocabulary_size"], name="logits"
+            ),
+        }
+        if config["reverse_source"]:
+            layers["source_reversal"] = ReverseTokens(name="source_reversal")
+        if config["feed_context"]:
+            layers["context_input"] = ConcatenateContext(name="context_input")
+            layers["context_output"] = ConcatenateContext(name="context_output")
+        return layers
+
+
+def _split_vocabulary(config):
+    """`vocabulary_size` is shorthand for equal source and target sizes."""
+    if "vocabulary_size" in config:
+        size = config.pop("vocabulary_size")
+        config["source_vocabulary_size"] = size
+        config["target_vocabulary_size"] = size
+    return config
+
+
+def build_rnn_language_model(preset=None, **overrides):
+    """Build a SimpleRNN / LSTM / GRU language model (Eq. 7.2, 7.14–7.19).
+
+    Args:
+        preset: a name in `zoo.presets.RNN_LANGUAGE_MODEL_PRESETS`
+            (`"tiny"`, `"small"`), or None for the defaults.
+        **overrides: any `RNNLanguageModel` argument.
+
+    Returns:
+        An `RNNLanguageModel`, a functional `keras.Model`.
+    """
+    config = resolve_config(
+        LANGUAGE_MODEL_DEFAULTS,
+        presets_lib.RNN_LANGUAGE_MODEL_PRESETS,
+        preset,
+        overrides,
+        "RNN language model",
+    )
+    return RNNLanguageModel(**config)
+
+
+def build_rnn_seq2seq(preset=None, **overrides):
+    """Build the context-vector encoder-decoder of Fig. 7.9 (a) or (b).
+
+    Args:
+        preset: a name in `zoo.presets.RNN_SEQ2SEQ_PRESETS` (`"tiny"`,
+            `"small"`), or None for the defaults.
+        **overrides: any `RNNSeq2Seq` argument; `vocabulary_size` sets both
+            vocabularies.
+
+    Returns:
+        An `RNNSeq2Seq`, a functional `keras.Model`.
+    """
+    config = resolve_config(
+        SEQ2SEQ_DEFAULTS,
+        presets_lib.RNN_SEQ2SEQ_PRESETS,
+        preset,
+        overrides,
+        "RNN seq2seq",
+    )
+    return RNNSeq2Seq(**_split_vocabulary(config))
