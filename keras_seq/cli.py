@@ -29,7 +29,9 @@ def _demo(args):
     from keras_seq.text import END_ID
 
     os.makedirs(args.output_dir, exist_ok=True)
-    corpus = load_trans_de_en(include_phrases=args.phrases)
+    corpus = load_trans_de_en(args.corpus, include_phrases=args.phrases)
+    if args.train_pairs:
+        corpus.train = corpus.train[: args.train_pairs]
     print(
         f"trans-de-en: {len(corpus.train):,} training pairs "
         f"({corpus.phrases_added:,} dictionary phrases), "
@@ -118,6 +120,12 @@ def build_parser():
         "--minutes", type=float, default=15.0, help="training time budget"
     )
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--corpus", default="/usr/share/trans/de-en", help="the trans-de-en file"
+    )
+    demo.add_argument(
+        "--train-pairs", type=int, default=None, help="use only the first N pairs"
+    )
     demo.add_argument(
         "--phrases",
         action=argparse.BooleanOptionalAction,

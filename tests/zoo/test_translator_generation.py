@@ -29,13 +29,13 @@ def _train(**overrides):
         [np.full((256, 1), START), source, np.full((256, 1), END)], 1
     )
     model.compile(
-        optimizer=keras.optimizers.Adam(3e-3),
+        optimizer=keras.optimizers.Adam(1e-2),
         loss=MaskedSparseCategoricalCrossentropy(),
     )
     model.fit(
         {"encoder_token_ids": source, "decoder_token_ids": target[:, :-1]},
         target[:, 1:],
-        epochs=3,
+        epochs=6,
         batch_size=32,
         verbose=0,
     )
