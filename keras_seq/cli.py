@@ -5,6 +5,7 @@ printed as one line on stderr with exit status 1, never a traceback.
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -31,7 +32,7 @@ def _demo(args):
     os.makedirs(args.output_dir, exist_ok=True)
     corpus = load_trans_de_en(args.corpus, include_phrases=args.phrases)
     if args.train_pairs:
-        corpus.train = corpus.train[: args.train_pairs]
+        corpus = dataclasses.replace(corpus, train=corpus.train[: args.train_pairs])
     print(
         f"trans-de-en: {len(corpus.train):,} training pairs "
         f"({corpus.phrases_added:,} dictionary phrases), "
