@@ -6,8 +6,17 @@ printed as one line on stderr with exit status 1, never a traceback.
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
+
+FAMILIES = (
+    "translator",
+    "classifier",
+    "masked-language-model",
+    "language-model",
+    "rnn-translator",
+)
 
 
 def _quiet_tensorflow():
@@ -25,7 +34,7 @@ def _demo(args):
     import numpy as np
 
     from keras_seq.data import load_trans_de_en
-    from keras_seq.recipes import plots
+    from keras_seq.recipes import model_dir, plots
     from keras_seq.recipes import translation as recipe
     from keras_seq.text import END_ID
 
@@ -52,8 +61,6 @@ def _demo(args):
     scores = recipe.evaluate_translator(
         model, result["source_tokenizer"], result["target_tokenizer"], corpus.test
     )
-    model_path = os.path.join(args.output_dir, "translator.keras")
-    model.save(model_path)
 
     plots.plot_learning_curves(
         result["history"],
@@ -91,6 +98,12 @@ def _demo(args):
         "test_pairs": len(corpus.test),
     }
     recipe.write_metrics(os.path.join(args.output_dir, "metrics.json"), metrics)
+    model_dir.save_model_dir(
+        args.output_dir,
+        "translator",
+        model,
+        {"data": args.corpus, **{k: metrics[k] for k in ("bleu", "bleu_cased")}},
+    )
     print(
         f"\ntest BLEU {metrics['bleu']:.2f} (lowercase), "
         f"{metrics['bleu_cased']:.2f} (cased) after "
@@ -103,6 +116,254 @@ def _demo(args):
         source, reference = corpus.test[i]
         print(f"  {source}\n    ref: {reference}\n    out: {scores['hypotheses'][i]}")
     print(f"saved model, vocabularies, figures and metrics.json to {args.output_dir}")
+    return 0
+
+
+def _translation_corpus(data, phrases=False):
+    from keras_seq.data import load_trans_de_en, load_tsv_pairs, split_pairs
+
+    if data in ("trans-de-en", None):
+        return load_trans_de_en(include_phrases=phrases)
+    if data.endswith("/de-en") or os.path.basename(data) == "de-en":
+        return load_trans_de_en(data, include_phrases=phrases)
+    _check_file(data)
+    return split_pairs(load_tsv_pairs(data))
+
+
+def _check_file(path):
+    if not os.path.isfile(path):
+        raise UserError(f"--data {path}: no such file.")
+
+
+def _sentiment_corpus(data):
+    from keras_seq.data import (
+        SentimentCorpus,
+        load_movie_review_snippets,
+        load_tsv_pairs,
+        split_pairs,
+    )
+
+    if data in ("movie-reviews", None):
+        return load_movie_review_snippets()
+    _check_file(data)
+    corpus = split_pairs(load_tsv_pairs(data))
+    labels = sorted({label for _, label in corpus.train})
+    if not all(label.isdigit() for label in labels):
+        raise UserError(
+            f"--data {data}: the second column must hold class ids 0, 1, ...; "
+            f"received {labels[:5]}."
+        )
+
+    def ints(pairs):
+        return [(text, int(label)) for text, label in pairs]
+
+    return SentimentCorpus(
+        ints(corpus.train), ints(corpus.validation), ints(corpus.test)
+    )
+
+
+def _text_corpus(data):
+    from keras_seq.data import TextCorpus, load_shakespeare
+
+    if data in ("shakespeare", None):
+        return load_shakespeare()
+    if data == "movie-reviews":
+        corpus = _sentiment_corpus(data)
+        splits = (corpus.train, corpus.validation, corpus.test)
+        return TextCorpus(*([text for text, _ in split] for split in splits))
+    _check_file(data)
+    with open(data, encoding="utf-8") as file:
+        lines = [line.strip() for line in file if line.strip()]
+    splits = ([], [], [])  # test, validation, train: n % 20 == 0, 1, other
+    for n, line in enumerate(lines):
+        splits[min(n % 20, 2)].append(line)
+    if not all(splits):
+        raise UserError(f"--data {data}: needs at least 3 non-empty lines.")
+    return TextCorpus(train=splits[2], validation=splits[1], test=splits[0])
+
+
+def _verbose():
+    """A progress bar on a terminal, one line per epoch in a log."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+def _train(args):
+    """Train one model family and write its directory."""
+    from keras_seq.recipes import model_dir, tasks
+    from keras_seq.recipes import translation as recipe
+
+    output_dir = args.output_dir or os.path.join("runs", args.family)
+    os.makedirs(output_dir, exist_ok=True)
+    common = {
+        "preset": args.preset,
+        "epochs": args.epochs,
+        "minutes": args.minutes,
+        "seed": args.seed,
+        "vocabulary_size": args.vocabulary_size,
+        "verbose": _verbose(),
+    }
+    run = {"data": args.data, "preset": args.preset, "seed": args.seed}
+    if args.family in model_dir.TRANSLATORS:
+        corpus = _translation_corpus(args.data)
+        result = recipe.train_translator(
+            corpus, output_dir, family=args.family, **common
+        )
+        model = result["model"]
+        scores = recipe.evaluate_translator(
+            model, result["source_tokenizer"], result["target_tokenizer"], corpus.test
+        )
+        metrics = {"bleu": scores["bleu"], "bleu_cased": scores["bleu_cased"]}
+        summary = f"test BLEU {scores['bleu']:.2f} (cased {scores['bleu_cased']:.2f})"
+        metrics["train_minutes"] = result["train_minutes"]
+    elif args.family == "classifier":
+        result = tasks.train_classifier(
+            _sentiment_corpus(args.data), output_dir, **common
+        )
+        metrics = {"test_accuracy": result["test_accuracy"]}
+        summary = f"test accuracy {result['test_accuracy']:.1%}"
+    elif args.family == "language-model":
+        corpus = _text_corpus(args.data)
+        result = tasks.train_language_model(corpus, output_dir, **common)
+        metrics = {
+            "validation_perplexity": result["validation_perplexity"],
+            "test_perplexity": result["test_perplexity"],
+        }
+        run["sequence_length"] = result["sequence_length"]
+        summary = (
+            f"validation perplexity {result['validation_perplexity']:.1f}, "
+            f"test perplexity {result['test_perplexity']:.1f} (per token)"
+        )
+    else:
+        corpus = _text_corpus(args.data)
+        result = tasks.train_masked_language_model(
+            (corpus.train, corpus.validation), output_dir, **common
+        )
+        metrics = {"validation_masked_accuracy": result["validation_masked_accuracy"]}
+        summary = (
+            "validation masked-token accuracy "
+            f"{result['validation_masked_accuracy']:.1%}"
+        )
+    model = result["model"]
+    metrics = {k: round(float(v), 4) for k, v in metrics.items()}
+    metrics["params"] = int(model.count_params())
+    metrics["epochs"] = len(result["history"]["loss"])
+    model_dir.save_model_dir(output_dir, args.family, model, {**run, **metrics})
+    print(f"{args.family}: {summary}; {metrics['params']:,} parameters")
+    if args.family == "language-model":
+        prompt = " ".join(corpus.validation[0].split()[:4])
+        sample = _language_model_sample(model, result["tokenizer"], prompt, args.seed)
+        print(f"sample: {sample}")
+    print(f"saved to {output_dir}")
+    return 0
+
+
+def _language_model_sample(model, tokenizer, prompt, seed, tokens=60):
+    """A top-k sample continuing `prompt`, as text."""
+    import numpy as np
+
+    from keras_seq import text
+    from keras_seq.recipes.translation import tokenize_to_lists
+
+    ids = np.asarray(tokenize_to_lists(tokenizer, [prompt]), "int32")
+    tokens = min(tokens, model.get_config()["max_length"] - ids.shape[1])
+    new = model.generate(
+        ids, max_new_tokens=tokens, strategy="sample", top_k=20, seed=seed
+    )
+    full = np.concatenate([ids, np.asarray(new)], axis=1)
+    return text.detokenize(tokenizer, full)[0]
+
+
+def _read_inputs(texts):
+    if texts:
+        return list(texts)
+    return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+
+
+def _translate(args):
+    """Translate sentences given as arguments, or one per line on stdin."""
+    from keras_seq.recipes import model_dir
+    from keras_seq.recipes import translation as recipe
+
+    loaded = _load(args.model_dir)
+    if loaded["family"] not in model_dir.TRANSLATORS:
+        raise UserError(
+            f"--model-dir {args.model_dir} holds a {loaded['family']}; "
+            "`translate` needs a translator or rnn-translator."
+        )
+    sentences = _read_inputs(args.texts)
+    outputs = recipe.translate_texts(
+        loaded["model"],
+        loaded["tokenizers"]["source"],
+        loaded["tokenizers"]["target"],
+        sentences,
+    )
+    for output in outputs:
+        print(output)
+    return 0
+
+
+def _load(path):
+    from keras_seq.recipes import model_dir
+
+    try:
+        return model_dir.load_model_dir(path)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+def _loss(model, dataset):
+    return float(model.evaluate(dataset, verbose=0, return_dict=True)["loss"])
+
+
+def _evaluate(args):
+    """Score a trained model on the test split of its data (or `--data`)."""
+    from keras_seq import text
+    from keras_seq.recipes import model_dir
+    from keras_seq.recipes import translation as recipe
+
+    loaded = _load(args.model_dir)
+    family, model, run = loaded["family"], loaded["model"], loaded["run"]
+    data = args.data or run.get("data")
+    if family in model_dir.TRANSLATORS:
+        corpus = _translation_corpus(data)
+        tokenizers = loaded["tokenizers"]
+        scores = recipe.evaluate_translator(
+            model, tokenizers["source"], tokenizers["target"], corpus.test
+        )
+        result = {"bleu": scores["bleu"], "bleu_cased": scores["bleu_cased"]}
+    elif family == "classifier":
+        from keras_seq.recipes.tasks import classify_texts
+
+        corpus = _sentiment_corpus(data)
+        probabilities = classify_texts(
+            model,
+            loaded["tokenizers"]["text"],
+            [t for t, _ in corpus.test],
+            model.get_config()["max_length"],
+        )
+        labels = [label for _, label in corpus.test]
+        accuracy = float((probabilities.argmax(-1) == labels).mean())
+        result = {"test_accuracy": accuracy}
+    else:
+        import math
+
+        from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+
+        corpus = _text_corpus(data)
+        tokenizer = loaded["tokenizers"]["text"]
+        model.compile(loss=MaskedSparseCategoricalCrossentropy())
+        if family == "language-model":
+            length = run.get("sequence_length", 128)
+            dataset = text.make_language_model_dataset(
+                corpus.test, tokenizer, length, 32
+            )
+            result = {"test_perplexity": math.exp(_loss(model, dataset))}
+        else:
+            dataset = text.make_masked_language_model_dataset(
+                corpus.test, tokenizer, model.get_config()["max_length"], 64
+            )
+            result = {"test_masked_loss": _loss(model, dataset)}
+    print(json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
@@ -134,6 +395,39 @@ def build_parser():
         help="add the dictionary's phrase pairs to the training set",
     )
     demo.set_defaults(run=_demo)
+
+    train = commands.add_parser("train", help="train a model family on a corpus")
+    train.add_argument("family", choices=FAMILIES)
+    train.add_argument(
+        "--data",
+        default=None,
+        help=(
+            "a corpus name (trans-de-en, movie-reviews, shakespeare) or a file: "
+            "source<TAB>target for translators, text<TAB>label for the "
+            "classifier, one text per line for language models"
+        ),
+    )
+    train.add_argument("--preset", default="small")
+    train.add_argument("--epochs", type=int, default=10)
+    train.add_argument("--minutes", type=float, default=None)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--vocabulary-size", type=int, default=8000)
+    train.add_argument("--output-dir", default=None, help="default: runs/<family>")
+    train.set_defaults(run=_train)
+
+    translate = commands.add_parser(
+        "translate", help="translate sentences (arguments, or lines on stdin)"
+    )
+    translate.add_argument("--model-dir", required=True)
+    translate.add_argument("texts", nargs="*")
+    translate.set_defaults(run=_translate)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="score a trained model on its test split"
+    )
+    evaluate.add_argument("--model-dir", required=True)
+    evaluate.add_argument("--data", default=None, help="default: the training data")
+    evaluate.set_defaults(run=_evaluate)
     return parser
 
 
@@ -144,7 +438,9 @@ def main(argv=None):
 
     try:
         return args.run(args)
-    except (CorpusNotFoundError, UserError) as error:
+    except (CorpusNotFoundError, UserError, ValueError) as error:
+        # Bad data or arguments: the message names them; a traceback would
+        # only hide it.
         print(f"keras-seq: {error}", file=sys.stderr)
         return 1
 

@@ -53,8 +53,140 @@ def test_demo_writes_model_figures_and_metrics(tmp_path):
     for key in ("bleu", "bleu_cased", "train_minutes", "params"):
         assert key in metrics
     assert 0.0 <= metrics["bleu"] <= 100.0
-    for name in ("translator.keras", "source_vocabulary.txt", "target_vocabulary.txt"):
+    for name in (
+        "model.keras",
+        "run.json",
+        "source_vocabulary.txt",
+        "target_vocabulary.txt",
+    ):
         assert (out / name).stat().st_size > 0
     for name in ("learning_curves.png", "attention.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
     assert "test BLEU" in result.stdout
+
+
+# `keras-seq train`, `translate` and `evaluate` on small files.
+
+_GERMAN = ["ich", "du", "er", "sie", "wir"]
+_ENGLISH = ["i", "you", "he", "she", "we"]
+_VERBS = [("sehe", "see"), ("rufe", "call"), ("kenne", "know"), ("mag", "like")]
+
+
+def _write_pairs(path):
+    rows = []
+    for i, (de_s, en_s) in enumerate(zip(_GERMAN, _ENGLISH)):
+        for j, (de_v, en_v) in enumerate(_VERBS):
+            for k, (de_o, en_o) in enumerate(zip(_GERMAN, _ENGLISH)):
+                rows.append(f"{de_s} {de_v} {de_o} {i}{j}{k}.\t{en_s} {en_v} {en_o}.")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def translator_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    data = _write_pairs(root / "pairs.tsv")
+    out = root / "translator"
+    result = _run(
+        "train", "translator", "--data", str(data), "--preset", "tiny",
+        "--epochs", "2", "--output-dir", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "test BLEU" in result.stdout
+    return out, data
+
+
+def test_train_translator_writes_a_loadable_directory(translator_dir):
+    out, _ = translator_dir
+    run = json.loads((out / "run.json").read_text())
+    assert run["family"] == "translator"
+    assert 0.0 <= run["bleu"] <= 100.0 and run["params"] > 1000
+    assert (out / "history.csv").read_text().count("\n") == 3  # header + 2
+
+
+def test_translate_reads_arguments_and_stdin(translator_dir):
+    out, _ = translator_dir
+    by_args = _run("translate", "--model-dir", str(out), "ich sehe du.", "er mag sie.")
+    assert by_args.returncode == 0, by_args.stderr[-2000:]
+    lines = by_args.stdout.splitlines()
+    assert len(lines) == 2
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    by_stdin = subprocess.run(
+        [sys.executable, "-m", "keras_seq.cli", "translate", "--model-dir", str(out)],
+        input="ich sehe du.\ner mag sie.\n",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert by_stdin.stdout.splitlines() == lines
+
+
+def test_evaluate_reports_the_training_bleu(translator_dir):
+    out, _ = translator_dir
+    result = _run("evaluate", "--model-dir", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    run = json.loads((out / "run.json").read_text())
+    assert scores["bleu"] == pytest.approx(run["bleu"], abs=1e-3)
+
+
+def test_a_mismatched_vocabulary_is_refused(translator_dir, tmp_path):
+    import shutil
+
+    out, _ = translator_dir
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    vocabulary = (copy / "target_vocabulary.txt").read_text().splitlines()
+    (copy / "target_vocabulary.txt").write_text("\n".join(vocabulary[:-3]) + "\n")
+    result = _run("translate", "--model-dir", str(copy), "ich sehe du.")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert "target_vocabulary.txt" in message and str(len(vocabulary)) in message
+
+
+def test_translate_refuses_a_missing_or_wrong_directory(translator_dir, tmp_path):
+    result = _run("translate", "--model-dir", str(tmp_path), "hallo.")
+    assert result.returncode == 1
+    assert "has no run.json" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "family, data_kind, expect",
+    [
+        ("rnn-translator", "pairs", "test BLEU"),
+        ("classifier", "labels", "test accuracy"),
+        ("language-model", "lines", "validation perplexity"),
+        ("masked-language-model", "lines", "masked-token accuracy"),
+    ],
+)
+def test_train_every_family(tmp_path, family, data_kind, expect):
+    if data_kind == "pairs":
+        data = _write_pairs(tmp_path / "pairs.tsv")
+    elif data_kind == "labels":
+        data = tmp_path / "labels.tsv"
+        rows = [f"{w} is {'good' if i % 2 else 'bad'}\t{i % 2}" for i, w in
+                enumerate(_GERMAN * 20)]  # fmt: skip
+        data.write_text("\n".join(rows) + "\n")
+    else:
+        data = tmp_path / "lines.txt"
+        lines = [" ".join(_ENGLISH[i:] + _ENGLISH[:i]) for i in range(5)] * 40
+        data.write_text("\n".join(lines) + "\n")
+    out = tmp_path / family
+    result = _run(
+        "train", family, "--data", str(data), "--preset", "tiny", "--epochs", "1",
+        "--output-dir", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert expect in result.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["family"] == family
+    evaluated = _run("evaluate", "--model-dir", str(out))
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    assert json.loads(evaluated.stdout.strip().splitlines()[-1])
+    if family == "language-model":
+        sample = result.stdout.split("sample: ")[1].splitlines()[0]
+        # The prompt is the start of the first validation line (line 1).
+        assert sample.split()[:4] == (_ENGLISH[1:] + _ENGLISH[:1])[:4]
+        assert len(sample.split()) > 4

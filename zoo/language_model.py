@@ -8,7 +8,9 @@ Shape legend:
 """
 
 import keras
+from keras import ops
 
+from keras_seq import generation
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from zoo import presets as presets_lib
 from zoo.common import check_positive_int, final_norm, resolve_config
@@ -93,6 +95,130 @@ class LanguageModel(_ConfigModel):
         self.token_embedding = embedding
         self.decoder_blocks = blocks
         self.decoder_norm = norm
+
+    def decode_step(self, token_ids, index, caches):
+        """One position over the self-attention caches.
+
+        Args:
+            token_ids: (B, 1) the token at position `index`.
+            index: its position.
+            caches: (num_layers, B, 2, L, N, H) stacked caches.
+
+        Returns:
+            (B, V) logits of the token at `index + 1` and the updated caches.
+        """
+        y = self.token_embedding(token_ids, start_index=index)  # (B, 1, D)
+        updated = []
+        for i, block in enumerate(self.decoder_blocks):
+            y, cache, _ = block(
+                y,
+                self_attention_cache=caches[i],
+                self_attention_cache_update_index=index,
+            )
+            updated.append(cache)
+        y = self.decoder_norm(y)
+        if self.get_config()["tie_embeddings"]:
+            logits = self.token_embedding(y, reverse=True)
+        else:
+            logits = self.get_layer("logits")(y)
+        return logits[:, 0, :], ops.stack(updated)
+
+    def generate(
+        self,
+        token_ids,
+        max_new_tokens=64,
+        strategy="greedy",
+        end_token_id=3,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
+    ):
+        """Continue prompts with a compiled loop over the KV cache.
+
+        The prompt is read through the same cached step as the new tokens
+        (its tokens are kept, not sampled), so one loop serves both.
+
+        Args:
+            token_ids: (B, P) int prompts of one length P >= 1, no padding.
+            max_new_tokens: int; P + max_new_tokens <= max_length.
+            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            end_token_id: generation stops at this id (None: never).
+
+        Returns:
+            (B, max_new_tokens) int32 new ids; a row that produced the end
+            token holds it followed by zeros.
+        """
+        from keras_seq.masks import check_token_ids
+
+        config = self.get_config()
+        check_token_ids(token_ids, "token_ids", config["vocabulary_size"])
+        check_positive_int(max_new_tokens, "max_new_tokens")
+        prompt_length = token_ids.shape[1]
+        if not prompt_length or prompt_length + max_new_tokens > config["max_length"]:
+            raise ValueError(
+                "`token_ids` must hold at least one token and the prompt "
+                f"length plus `max_new_tokens` at most max_length="
+                f"{config['max_length']}; received {prompt_length} + "
+                f"{max_new_tokens}."
+            )
+        key = (strategy, max_new_tokens, end_token_id, temperature, top_k, top_p)
+        key += (seed,)
+
+        def make_fn():
+            sampler = generation.make_sampler(
+                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+            return lambda prompt: self._generate(
+                prompt, sampler, max_new_tokens, end_token_id
+            )
+
+        prompt = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, prompt)
+
+    def _generate(self, prompt, sampler, max_new_tokens, end_token_id):
+        batch_size, prompt_length = ops.shape(prompt)
+        total = prompt_length + max_new_tokens
+        attention = self.decoder_blocks[0]._self_attention
+        caches = ops.zeros(
+            (
+                len(self.decoder_blocks),
+                batch_size,
+                2,
+                total,
+                attention.num_heads,
+                attention.key_dim,
+            ),
+            dtype=self.compute_dtype,
+        )
+        buffer = ops.concatenate(
+            [prompt, ops.zeros((batch_size, max_new_tokens), "int32")], axis=1
+        )
+        given = ops.concatenate(
+            [
+                ops.ones((batch_size, prompt_length), "bool"),
+                ops.zeros((batch_size, max_new_tokens), "bool"),
+            ],
+            axis=1,
+        )
+
+        def next_logits(buffer, caches, index):
+            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
+            logits, caches = self.decode_step(previous, index - 1, caches)
+            return logits, None, caches
+
+        buffer = sampler(
+            next_logits,
+            buffer,
+            cache=caches,
+            index=1,
+            mask=given,
+            stop_token_ids=None if end_token_id is None else [end_token_id],
+        )
+        new = buffer[:, prompt_length:]
+        if end_token_id is None:
+            return new
+        return generation.zero_after_end(new, end_token_id)
 
 
 def build_language_model(preset=None, **overrides):

@@ -13,6 +13,7 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import generation
 from keras_seq.layers.score_attention import SCORES
 from keras_seq.masks import PADDING_ID
 from zoo import presets as presets_lib
@@ -217,6 +218,75 @@ class RNNTranslator(_ConfigModel):
             state, embedded, encoder_outputs, encoder_mask
         )
         return new_state, self.logits_dense(output), weights
+
+    def generate(
+        self,
+        token_ids,
+        max_new_tokens=64,
+        strategy="greedy",
+        start_token_id=2,
+        end_token_id=3,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
+    ):
+        """Translate source ids with a compiled loop over the carried state.
+
+        The encoder runs once; each step feeds the previous token and the
+        state `s(t-1)` to `decode_step` (Eq. 7.22), so a step costs one
+        cell update and one attention over the source, not a rerun of the
+        decoder.
+
+        Args:
+            token_ids: (B, S) int source ids, 0 = padding.
+            max_new_tokens: int, the longest output.
+            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            start_token_id, end_token_id: the target's special tokens.
+
+        Returns:
+            (B, max_new_tokens) int32 ids; each row ends with its end token
+            followed by zeros.
+        """
+        from keras_seq.masks import check_token_ids
+
+        check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
+        check_positive_int(max_new_tokens, "max_new_tokens")
+        key = (strategy, max_new_tokens, start_token_id, end_token_id)
+        key += (temperature, top_k, top_p, seed)
+
+        def make_fn():
+            sampler = generation.make_sampler(
+                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+            return lambda source: self._generate(
+                source, sampler, max_new_tokens, start_token_id, end_token_id
+            )
+
+        source = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, source)
+
+    def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
+        encoded, mask, state = self.encode(source)
+        batch_size = ops.shape(source)[0]
+        buffer, given = generation.start_buffer(
+            batch_size, max_new_tokens, start_token_id
+        )
+
+        def next_logits(buffer, state, index):
+            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])[:, 0]
+            state, logits, _ = self.decode_step(state, previous, encoded, mask)
+            return logits, None, state
+
+        buffer = sampler(
+            next_logits,
+            buffer,
+            cache=state,
+            index=1,
+            mask=given,
+            stop_token_ids=[end_token_id],
+        )
+        return generation.zero_after_end(buffer[:, 1:], end_token_id)
 
     def attention_weights(self, encoder_token_ids, decoder_token_ids):
         """(B, T, S) attention weights of a teacher-forced pass (Fig. 7.11).

@@ -345,34 +345,25 @@ class Translator(keras.Model):
             top_p,
             seed,
         )
-        cache = self.__dict__.setdefault("_generate_functions", {})
-        if key not in cache:
+
+        def make_fn():
             sampler = generation.make_sampler(
                 strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
             )
-            cache[key] = generation.compile_for_backend(
-                lambda source: self._generate(
-                    source, sampler, max_new_tokens, start_token_id, end_token_id
-                )
+            return lambda source: self._generate(
+                source, sampler, max_new_tokens, start_token_id, end_token_id
             )
+
         source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return cache[key](source)
+        return generation.run_compiled(self, key, make_fn, source)
 
     def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
         encoded, source_mask = self.encode(source)
         cross_caches = self.cross_attention_caches(encoded)
         batch_size = ops.shape(source)[0]
         self_caches = self.empty_self_attention_caches(batch_size, max_new_tokens)
-        start = ops.full((batch_size, 1), start_token_id, dtype="int32")
-        buffer = ops.concatenate(
-            [start, ops.zeros((batch_size, max_new_tokens), dtype="int32")], axis=1
-        )  # (B, 1 + max_new_tokens)
-        given = ops.concatenate(
-            [
-                ops.ones((batch_size, 1), "bool"),
-                ops.zeros((batch_size, max_new_tokens), "bool"),
-            ],
-            axis=1,
+        buffer, given = generation.start_buffer(
+            batch_size, max_new_tokens, start_token_id
         )
 
         def next_logits(buffer, caches, index):
@@ -390,7 +381,7 @@ class Translator(keras.Model):
             mask=given,
             stop_token_ids=[end_token_id],
         )
-        return _zero_after_end(buffer[:, 1:], end_token_id)
+        return generation.zero_after_end(buffer[:, 1:], end_token_id)
 
     def get_config(self):
         return {
@@ -446,10 +437,3 @@ def build_translator(preset=None, **overrides):
         config["source_vocabulary_size"] = size
         config["target_vocabulary_size"] = size
     return Translator(**config)
-
-
-def _zero_after_end(token_ids, end_token_id):
-    """Keep each row up to and including its first end token; zero the rest."""
-    is_end = ops.cast(ops.equal(token_ids, end_token_id), "int32")
-    ends_before = ops.cumsum(is_end, axis=1) - is_end  # ends strictly earlier
-    return ops.where(ops.equal(ends_before, 0), token_ids, 0)

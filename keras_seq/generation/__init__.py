@@ -3,7 +3,17 @@
 from keras_seq.generation.sampling import (
     compile_for_backend,
     make_sampler,
+    run_compiled,
+    start_buffer,
     strip_after_end,
+    zero_after_end,
 )
 
-__all__ = ["compile_for_backend", "make_sampler", "strip_after_end"]
+__all__ = [
+    "compile_for_backend",
+    "make_sampler",
+    "run_compiled",
+    "start_buffer",
+    "strip_after_end",
+    "zero_after_end",
+]

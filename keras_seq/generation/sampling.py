@@ -66,6 +66,47 @@ def compile_for_backend(fn):
     return fn
 
 
+def run_compiled(model, key, make_fn, *inputs):
+    """Call `make_fn()`'s compiled function for `key`, compiling it once.
+
+    The compiled functions live on the model, one per decoding setting, so
+    repeated calls with the same setting and shapes reuse one graph.
+    """
+    functions = model.__dict__.setdefault("_generate_functions", {})
+    if key not in functions:
+        functions[key] = compile_for_backend(make_fn())
+    return functions[key](*inputs)
+
+
+def start_buffer(batch_size, max_new_tokens, start_token_id):
+    """The token buffer a sampler fills, and which of its entries are given.
+
+    Returns:
+        `(buffer, given)`: (B, 1 + max_new_tokens) int32 ids holding the
+        start token then zeros, and a boolean mask that is True on the
+        start token only.
+    """
+    start = ops.full((batch_size, 1), start_token_id, dtype="int32")
+    buffer = ops.concatenate(
+        [start, ops.zeros((batch_size, max_new_tokens), dtype="int32")], axis=1
+    )
+    given = ops.concatenate(
+        [
+            ops.ones((batch_size, 1), "bool"),
+            ops.zeros((batch_size, max_new_tokens), "bool"),
+        ],
+        axis=1,
+    )
+    return buffer, given
+
+
+def zero_after_end(token_ids, end_token_id):
+    """Keep each row up to and including its first end token; zero the rest."""
+    is_end = ops.cast(ops.equal(token_ids, end_token_id), "int32")
+    ends_before = ops.cumsum(is_end, axis=1) - is_end  # ends strictly earlier
+    return ops.where(ops.equal(ends_before, 0), token_ids, 0)
+
+
 def strip_after_end(token_ids, end_token_id):
     """NumPy rows cut before their first end token, as lists of ids."""
     rows = []

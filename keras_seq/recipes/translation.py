@@ -25,10 +25,21 @@ from keras_seq.schedules import InverseSquareRootWarmup
 DECODE_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128)
 
 
-def build_vocabularies(pairs, vocabulary_size, output_dir=None):
-    """Source and target WordPiece vocabularies, saved if `output_dir`."""
-    source = text.train_wordpiece_vocabulary([s for s, _ in pairs], vocabulary_size)
-    target = text.train_wordpiece_vocabulary([t for _, t in pairs], vocabulary_size)
+def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
+    """Source and target WordPiece vocabularies, saved if `output_dir`.
+
+    With `shared=True` one vocabulary is trained on both sides (needed for
+    `tie_embeddings`); German and English share names, numbers and many
+    word pieces, so one table learns them once.
+    """
+    if shared:
+        source = text.train_wordpiece_vocabulary(
+            [s for s, _ in pairs] + [t for _, t in pairs], vocabulary_size
+        )
+        target = source
+    else:
+        source = text.train_wordpiece_vocabulary([s for s, _ in pairs], vocabulary_size)
+        target = text.train_wordpiece_vocabulary([t for _, t in pairs], vocabulary_size)
     if output_dir:
         text.save_vocabulary(source, os.path.join(output_dir, "source_vocabulary.txt"))
         text.save_vocabulary(target, os.path.join(output_dir, "target_vocabulary.txt"))
@@ -42,14 +53,27 @@ def compile_translator(
     label_smoothing=0.1,
     jit_compile="auto",
 ):
-    """Compile with the recipe: smoothed masked loss, warm-up Adam, XLA."""
-    schedule = InverseSquareRootWarmup(
-        model.model_dim, warmup_steps=warmup_steps, scale=learning_rate_scale
-    )
+    """Compile with the recipe: smoothed masked loss, warm-up Adam, XLA.
+
+    A Transformer (`model_dim` known) follows the warm-up schedule of
+    Vaswani et al.; an RNN translator trains with Adam at a constant
+    `1e-3 * learning_rate_scale` and gradients clipped to norm 1, as
+    recurrent models usually do.
+    """
+    model_dim = getattr(model, "model_dim", None)
+    if model_dim:
+        optimizer = keras.optimizers.Adam(
+            InverseSquareRootWarmup(
+                model_dim, warmup_steps=warmup_steps, scale=learning_rate_scale
+            ),
+            beta_1=0.9,
+            beta_2=0.98,
+            epsilon=1e-9,
+        )
+    else:
+        optimizer = keras.optimizers.Adam(1e-3 * learning_rate_scale, clipnorm=1.0)
     model.compile(
-        optimizer=keras.optimizers.Adam(
-            schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9
-        ),
+        optimizer=optimizer,
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=label_smoothing),
         metrics=[MaskedAccuracy()],
         jit_compile=jit_compile,
@@ -67,16 +91,15 @@ def translate_texts(
     """
     if not texts:
         return []
-    ids = [
-        row[: model.max_length] for row in tokenize_to_lists(source_tokenizer, texts)
-    ]
+    limit = getattr(model, "max_length", DECODE_BUCKETS[-1])
+    max_new_tokens = max_new_tokens or limit - 1
+    ids = [row[:limit] for row in tokenize_to_lists(source_tokenizer, texts)]
     order = np.argsort([len(row) for row in ids], kind="stable")
     outputs = [None] * len(texts)
     for start in range(0, len(texts), batch_size):
         chosen = order[start : start + batch_size]
         longest = max(1, max(len(ids[i]) for i in chosen))
-        width = next((b for b in DECODE_BUCKETS if b >= longest), model.max_length)
-        width = min(width, model.max_length)
+        width = min(next((b for b in DECODE_BUCKETS if b >= longest), limit), limit)
         batch = np.zeros((batch_size, width), "int32")
         for row, i in enumerate(chosen):
             batch[row, : len(ids[i])] = ids[i]
@@ -121,10 +144,16 @@ def train_translator(
     # first 4 minutes on 2 CPU cores; graph mode without XLA ran 40 s epochs
     # against 67-84 s, so short CPU runs train without it.
     jit_compile=False,
+    shared_vocabulary=False,
+    family="translator",
     verbose=1,
     **overrides,
 ):
     """Train a translator on a `TranslationCorpus` and evaluate it.
+
+    `family` is `"translator"` (`zoo.build_translator`) or
+    `"rnn-translator"` (`zoo.build_rnn_translator`, whose sequences are not
+    bounded by a `max_length`).
 
     Returns:
         A dict with the model, tokenizers, history, BLEU history and timings.
@@ -133,19 +162,27 @@ def train_translator(
     keras.utils.set_random_seed(seed)
     started = time.time()
     source_vocab, target_vocab = build_vocabularies(
-        corpus.train, vocabulary_size, output_dir
+        corpus.train, vocabulary_size, output_dir, shared=shared_vocabulary
     )
     source_tokenizer = text.make_tokenizer(source_vocab)
     target_tokenizer = text.make_tokenizer(target_vocab)
     vocabulary_minutes = (time.time() - started) / 60
 
-    from zoo import build_translator
+    import zoo
 
-    model = build_translator(
+    if family == "translator":
+        overrides["max_length"] = max_length
+        build = zoo.build_translator
+    elif family == "rnn-translator":
+        build = zoo.build_rnn_translator
+    else:
+        raise ValueError(
+            f"`family` must be 'translator' or 'rnn-translator'; received {family!r}."
+        )
+    model = build(
         preset,
         source_vocabulary_size=len(source_vocab),
         target_vocabulary_size=len(target_vocab),
-        max_length=max_length,
         **overrides,
     )
     compile_translator(
@@ -189,6 +226,7 @@ def train_translator(
         epochs=epochs,
         callbacks=callbacks,
         verbose=verbose,
+        shuffle=False,  # The dataset shuffles itself.
     )
     train_minutes = budget.elapsed_minutes()
     return {

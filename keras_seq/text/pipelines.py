@@ -94,7 +94,8 @@ def make_translation_dataset(
         shuffle: bool, shuffle the pairs every epoch (before bucketing).
         seed: int, the shuffle seed.
         training: bool. `True` drops each bucket's last, incomplete batch,
-            so batch sizes are fixed too; `False` keeps every pair.
+            so batch sizes are fixed too (a bucket smaller than one batch
+            gives one batch of all its pairs); `False` keeps every pair.
         bucket_boundaries: sorted ints, the lengths batches are padded to; a
             pair whose longer side has n tokens goes to the smallest one
             `>= n`. `max_length` is added if missing. Defaults to
@@ -145,6 +146,14 @@ def make_translation_dataset(
         np.minimum(source_lengths, max_length),
         np.minimum(target_lengths, max_length - 1) + 1,  # decoder input
     )
+    if training:
+        # A bucket with fewer pairs than its batch size would be dropped
+        # whole; its batch shrinks to the pairs it has instead.
+        counts = np.bincount(
+            np.searchsorted(lengths, longer_sides, side="left"),
+            minlength=len(lengths),
+        )
+        batch_sizes = [max(1, min(b, c)) for b, c in zip(batch_sizes, counts)]
     dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -167,6 +167,19 @@ def test_training_batches_have_fixed_shapes_per_bucket(
     assert len(pairs) - kept < BATCH_TOKENS // 8 + BATCH_TOKENS // 16
 
 
+def test_a_bucket_smaller_than_a_batch_still_trains(
+    pairs, source_tokenizer, target_tokenizer
+):
+    """Dropping incomplete batches must not drop a small corpus whole."""
+    few = pairs[:7]
+    dataset, _ = _translation(
+        few, source_tokenizer, target_tokenizer, training=True, batch_tokens=4096
+    )
+    batches = _epoch(dataset)
+    assert dataset.cardinality().numpy() == len(batches) >= 1
+    assert sum(len(labels) for _, labels in batches) == len(few)
+
+
 def test_shuffle_is_seeded_and_batch_size_can_be_fixed(
     pairs, source_tokenizer, target_tokenizer
 ):

@@ -360,6 +360,33 @@ def test_step_by_step_decoding_equals_teacher_forcing(overrides):
     assert np.all(expected[~padded] > 0.0)
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_generate_greedy_equals_full_recompute(cell):
+    """The compiled loop over the carried state picks the tokens that
+    rerunning the whole teacher-forced model on its own output picks."""
+    keras.utils.set_random_seed(5)
+    model = zoo.build_rnn_translator("tiny", cell=cell)
+    source = _pair()["encoder_token_ids"]
+    steps = 6
+    tokens = np.full((3, 1), 2, "int32")
+    for _ in range(steps):
+        logits = _numpy(
+            model({"encoder_token_ids": source, "decoder_token_ids": tokens})
+        )
+        next_ids = logits[:, -1].argmax(-1).astype("int32")[:, None]
+        tokens = np.concatenate([tokens, next_ids], axis=1)
+    expected = tokens[:, 1:]
+    assert len(np.unique(expected)) > 2  # Not a degenerate path.
+    generated = _numpy(model.generate(source, max_new_tokens=steps, end_token_id=-1))
+    np.testing.assert_array_equal(generated, expected)
+
+    # With an end token that appears, each row stops there and pads.
+    end = int(expected[0, 2])
+    stopped = _numpy(model.generate(source, max_new_tokens=steps, end_token_id=end))
+    first = list(stopped[0]).index(end)
+    assert first <= 2 and np.all(stopped[0, first + 1 :] == 0)
+
+
 # Source reversal.
 
 

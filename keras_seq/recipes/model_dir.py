@@ -1,0 +1,87 @@
+"""A trained model's directory: the model, its vocabularies and `run.json`.
+
+    <dir>/model.keras               the model (Keras format, safe to load)
+    <dir>/vocabulary.txt            one vocabulary (encoder-only, decoder-only)
+    <dir>/source_vocabulary.txt     or source and target vocabularies
+    <dir>/target_vocabulary.txt     (translators)
+    <dir>/run.json                  family, data, settings and test figures
+
+`load_model_dir` refuses a directory whose vocabularies do not match the
+model (size or special tokens), so a model never reads ids it was not
+trained on.
+"""
+
+import json
+import os
+
+from keras_seq import text
+
+MODEL_FILE = "model.keras"
+RUN_FILE = "run.json"
+FAMILIES = (
+    "translator",
+    "rnn-translator",
+    "classifier",
+    "masked-language-model",
+    "language-model",
+)
+TRANSLATORS = ("translator", "rnn-translator")
+
+
+def save_model_dir(output_dir, family, model, run):
+    """Write the model and `run.json` (the vocabularies are already there)."""
+    model.save(os.path.join(output_dir, MODEL_FILE))
+    with open(os.path.join(output_dir, RUN_FILE), "w", encoding="utf-8") as file:
+        json.dump({"family": family, **run}, file, indent=2, ensure_ascii=False)
+
+
+def _vocabulary_sizes(family, config):
+    if family in TRANSLATORS:
+        return {
+            "source_vocabulary.txt": config["source_vocabulary_size"],
+            "target_vocabulary.txt": config["target_vocabulary_size"],
+        }
+    return {"vocabulary.txt": config["vocabulary_size"]}
+
+
+def load_model_dir(model_dir):
+    """Load a directory written by `keras-seq train` or `keras-seq demo`.
+
+    Returns:
+        A dict with `family`, `model`, `run` (the `run.json` contents) and
+        `tokenizers` (`{"source": ..., "target": ...}` for translators,
+        `{"text": ...}` otherwise).
+
+    Raises:
+        ValueError: when a file is missing, `run.json` names an unknown
+            family, or a vocabulary does not match the model.
+    """
+    import keras
+
+    import zoo  # noqa: F401  (registers the model classes for loading)
+
+    run_path = os.path.join(model_dir, RUN_FILE)
+    model_path = os.path.join(model_dir, MODEL_FILE)
+    for path in (run_path, model_path):
+        if not os.path.isfile(path):
+            raise ValueError(
+                f"`--model-dir` {model_dir} has no {os.path.basename(path)}; "
+                "expected a directory written by `keras-seq train` or "
+                "`keras-seq demo`."
+            )
+    with open(run_path, encoding="utf-8") as file:
+        run = json.load(file)
+    family = run.get("family")
+    if family not in FAMILIES:
+        raise ValueError(
+            f"{run_path}: `family` must be one of {FAMILIES}; received {family!r}."
+        )
+    model = keras.saving.load_model(model_path, safe_mode=True)
+    tokenizers = {}
+    for name, size in _vocabulary_sizes(family, model.get_config()).items():
+        vocabulary = text.load_vocabulary(
+            os.path.join(model_dir, name), expected_size=size
+        )
+        key = name.split("_")[0] if family in TRANSLATORS else "text"
+        tokenizers[key] = text.make_tokenizer(vocabulary)
+    return {"family": family, "model": model, "run": run, "tokenizers": tokenizers}

@@ -1,0 +1,87 @@
+"""Cached generation of the decoder-only language model."""
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.testing import assert_all_close
+
+END = 3
+
+
+@pytest.fixture(scope="module")
+def model():
+    """A tiny model trained briefly on a repeating pattern, so that its
+    greedy path is not degenerate."""
+    keras.utils.set_random_seed(4)
+    model = zoo.build_language_model("tiny", tie_embeddings=False)
+    pattern = np.tile(np.arange(10, 40), 20)
+    windows = np.stack([pattern[i : i + 17] for i in range(0, 400, 3)])
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2),
+        loss=MaskedSparseCategoricalCrossentropy(),
+    )
+    model.fit(windows[:, :-1], windows[:, 1:], epochs=4, batch_size=32, verbose=0)
+    return model
+
+
+def _full_recompute(model, prompt, steps):
+    tokens = prompt.copy()
+    step_logits = []
+    for _ in range(steps):
+        logits = np.asarray(keras.ops.convert_to_numpy(model(tokens)))[:, -1]
+        step_logits.append(logits)
+        tokens = np.concatenate([tokens, logits.argmax(-1)[:, None]], 1)
+    return tokens[:, prompt.shape[1] :].astype("int32"), np.stack(step_logits, 1)
+
+
+def test_cached_steps_equal_full_recompute(model):
+    prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
+    expected, expected_logits = _full_recompute(model, prompt, 6)
+    assert len(np.unique(expected)) > 2
+    caches = keras.ops.zeros((1, 2, 2, 9, 2, 8))
+    tokens = np.concatenate([prompt, expected], 1)
+    for index in range(8):
+        logits, caches = model.decode_step(tokens[:, index : index + 1], index, caches)
+        if index >= 2:
+            assert_all_close(logits, expected_logits[:, index - 2], atol=1e-4)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_generate_greedy_equals_full_recompute(model, tie):
+    if tie:
+        keras.utils.set_random_seed(1)
+        model = zoo.build_language_model("tiny")  # Tied, untrained.
+    prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
+    expected, _ = _full_recompute(model, prompt, 6)
+    generated = keras.ops.convert_to_numpy(
+        model.generate(prompt, max_new_tokens=6, end_token_id=None)
+    )
+    np.testing.assert_array_equal(generated, expected)
+
+
+def test_generate_stops_at_end_and_samples_with_a_seed(model):
+    prompt = np.array([[10, 11, 12]], "int32")
+    free, _ = _full_recompute(model, prompt, 6)
+    end = int(free[0, 2])
+    stopped = keras.ops.convert_to_numpy(
+        model.generate(prompt, max_new_tokens=6, end_token_id=end)
+    )
+    first = list(stopped[0]).index(end)
+    assert first <= 2 and np.all(stopped[0, first + 1 :] == 0)
+    # Top-k sampling with k = 1 is greedy decoding.
+    top_1 = keras.ops.convert_to_numpy(
+        model.generate(
+            prompt, max_new_tokens=6, strategy="sample", top_k=1, end_token_id=None
+        )
+    )
+    np.testing.assert_array_equal(top_1, free)
+
+
+def test_generate_refuses_bad_input(model):
+    with pytest.raises(ValueError, match="max_length"):
+        model.generate(np.ones((1, 10), "int32"), max_new_tokens=40)
+    with pytest.raises(ValueError, match="token_ids"):
+        model.generate(np.ones((1, 3), "float32"))
