@@ -220,6 +220,7 @@ def _train(args):
             _sentiment_corpus(args.data), output_dir, **common
         )
         metrics = {"test_accuracy": result["test_accuracy"]}
+        run["max_length"] = result["max_length"]
         summary = f"test accuracy {result['test_accuracy']:.1%}"
     elif args.family == "language-model":
         corpus = _text_corpus(args.data)
@@ -339,7 +340,7 @@ def _evaluate(args):
             model,
             loaded["tokenizers"]["text"],
             [t for t, _ in corpus.test],
-            model.get_config()["max_length"],
+            run.get("max_length", model.get_config()["max_length"]),
         )
         labels = [label for _, label in corpus.test]
         accuracy = float((probabilities.argmax(-1) == labels).mean())

@@ -58,6 +58,7 @@ def train_classifier(
     vocabulary_size=8000,
     batch_size=64,
     learning_rate=5e-4,
+    max_length=64,
     verbose=1,
     **overrides,
 ):
@@ -66,6 +67,9 @@ def train_classifier(
     Args:
         corpus: an object with `train`, `validation` and `test` lists of
             `(text, label)` pairs, such as a `SentimentCorpus`.
+        max_length: int, batches are padded (texts truncated) to
+            `min(max_length, the model's max_length)` tokens; the
+            movie-review snippets fit in 64.
 
     Returns:
         A dict with `model`, `tokenizer`, `history` and `test_accuracy`.
@@ -81,7 +85,7 @@ def train_classifier(
     model = build_classifier(
         preset, vocabulary_size=len(vocabulary), num_classes=num_classes, **overrides
     )
-    max_length = model.get_config()["max_length"]
+    max_length = min(max_length, model.get_config()["max_length"])
 
     def dataset(pairs, shuffle=False):
         return text.make_classification_dataset(
