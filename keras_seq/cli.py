@@ -258,8 +258,8 @@ def _train(args):
     return 0
 
 
-def _language_model_sample(model, tokenizer, prompt, seed, tokens=60):
-    """A top-k sample continuing `prompt`, as text."""
+def _language_model_sample(model, tokenizer, prompt, seed, tokens=80):
+    """A top-k sample continuing `prompt`, its lines joined by " / "."""
     import numpy as np
 
     from keras_seq import text
@@ -267,11 +267,26 @@ def _language_model_sample(model, tokenizer, prompt, seed, tokens=60):
 
     ids = np.asarray(tokenize_to_lists(tokenizer, [prompt]), "int32")
     tokens = min(tokens, model.get_config()["max_length"] - ids.shape[1])
+    # Lines end with [END] in training; sampling runs past it, so the
+    # sample spans several lines.
     new = model.generate(
-        ids, max_new_tokens=tokens, strategy="sample", top_k=20, seed=seed
+        ids,
+        max_new_tokens=tokens,
+        strategy="sample",
+        top_k=20,
+        seed=seed,
+        end_token_id=None,
     )
-    full = np.concatenate([ids, np.asarray(new)], axis=1)
-    return text.detokenize(tokenizer, full)[0]
+    stream = np.concatenate([ids[0], np.asarray(new)[0]]).tolist()
+    lines, line = [], []
+    for token in stream + [text.END_ID]:
+        if token == text.END_ID:
+            lines.append(line)
+            line = []
+        else:
+            line.append(token)
+    decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
+    return " / ".join(line for line in decoded if line)
 
 
 def _read_inputs(texts):

@@ -314,13 +314,134 @@ class Translator(keras.Model):
             token_ids: (B, S) int source ids, 0 = padding.
             max_new_tokens: int, the longest output; defaults to
                 `max_length - 1`.
-            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
+                `"beam"` (`beam_width`, `length_penalty`; the best of
+                `beam_search`).
             start_token_id, end_token_id: the target's special tokens.
 
         Returns:
             (B, max_new_tokens) int32 ids; each row ends with its end token
             followed by zeros.
         """
+        max_new_tokens = self._check_generate_input(token_ids, max_new_tokens)
+        key = (
+            strategy,
+            max_new_tokens,
+            start_token_id,
+            end_token_id,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+        )
+
+        if strategy == "beam":
+            ids, _ = self.beam_search(
+                token_ids,
+                max_new_tokens,
+                beam_width,
+                length_penalty,
+                start_token_id=start_token_id,
+                end_token_id=end_token_id,
+            )
+            return ids[:, 0]
+
+        def make_fn():
+            sampler = generation.make_sampler(
+                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+            return lambda source: self._generate(
+                source, sampler, max_new_tokens, start_token_id, end_token_id
+            )
+
+        source = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, source)
+
+    def beam_search(
+        self,
+        token_ids,
+        max_new_tokens=None,
+        beam_width=4,
+        length_penalty=0.6,
+        num_return=1,
+        start_token_id=2,
+        end_token_id=3,
+    ):
+        """Beam search over the KV cache, returning n-best lists.
+
+        The encoder runs once per source; its output and cross-attention
+        caches are tiled per beam and the self-attention caches follow
+        their beams at every step (`keras_seq.generation.beam_search`).
+
+        Returns:
+            `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids,
+            best first, and their (B, num_return) log-probabilities
+            divided by the length penalty `((5 + n) / 6) ** alpha`.
+        """
+        max_new_tokens = self._check_generate_input(token_ids, max_new_tokens)
+        check_positive_int(beam_width, "beam_width")
+        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
+        key += (start_token_id, end_token_id)
+
+        def make_fn():
+            def search(source):
+                return self._beam_search(
+                    source,
+                    max_new_tokens,
+                    beam_width,
+                    length_penalty,
+                    num_return,
+                    start_token_id,
+                    end_token_id,
+                )
+
+            return search
+
+        source = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, source)
+
+    def _beam_search(
+        self,
+        source,
+        max_new_tokens,
+        beam_width,
+        length_penalty,
+        num_return,
+        start_token_id,
+        end_token_id,
+    ):
+        batch_size = ops.shape(source)[0]
+        encoded, source_mask = self.encode(source)
+        encoded = generation.tile_beams(encoded, beam_width)
+        source_mask = generation.tile_beams(source_mask, beam_width)
+        cross_caches = self.cross_attention_caches(encoded)
+        self_caches = self.empty_self_attention_caches(
+            batch_size * beam_width, max_new_tokens
+        )
+
+        def step(previous, index, caches):
+            return self.decode_step(
+                previous, index, encoded, source_mask, caches, cross_caches
+            )
+
+        def reorder(caches, rows):
+            return ops.take(caches, rows, axis=1)  # (L, B*K, 2, M, N, H)
+
+        return generation.beam_search(
+            step,
+            reorder,
+            self_caches,
+            batch_size,
+            max_new_tokens,
+            start_token_id,
+            end_token_id,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            num_return=num_return,
+        )
+
+    def _check_generate_input(self, token_ids, max_new_tokens):
+        """Validate source ids; returns `max_new_tokens` or its default."""
         from keras_seq.masks import check_token_ids
 
         check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
@@ -335,27 +456,7 @@ class Translator(keras.Model):
                 f"`max_new_tokens` must be in [1, {self.max_length - 1}] "
                 f"(max_length - 1); received {max_new_tokens}."
             )
-        key = (
-            strategy,
-            max_new_tokens,
-            start_token_id,
-            end_token_id,
-            temperature,
-            top_k,
-            top_p,
-            seed,
-        )
-
-        def make_fn():
-            sampler = generation.make_sampler(
-                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
-            )
-            return lambda source: self._generate(
-                source, sampler, max_new_tokens, start_token_id, end_token_id
-            )
-
-        source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return generation.run_compiled(self, key, make_fn, source)
+        return max_new_tokens
 
     def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
         encoded, source_mask = self.encode(source)

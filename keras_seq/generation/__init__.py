@@ -1,5 +1,6 @@
-"""Decoding over key/value caches: greedy, sampling and (later) beam search."""
+"""Decoding over key/value caches: greedy, sampling and beam search."""
 
+from keras_seq.generation.beam import beam_search, length_penalty_factor, tile_beams
 from keras_seq.generation.sampling import (
     compile_for_backend,
     make_sampler,
@@ -10,6 +11,9 @@ from keras_seq.generation.sampling import (
 )
 
 __all__ = [
+    "beam_search",
+    "length_penalty_factor",
+    "tile_beams",
     "compile_for_backend",
     "make_sampler",
     "run_compiled",

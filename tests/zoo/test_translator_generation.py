@@ -128,3 +128,68 @@ def test_generate_refuses_bad_input():
         model.generate(_source(), strategy="nucleus")
     with pytest.raises(ValueError, match="max_length is 32"):
         model.generate(np.ones((1, 40), "int32"))
+
+
+# Beam search.
+
+
+def _sequence_log_prob(model, source_row, ids, end):
+    """Summed log-probabilities of `ids` (cut after `end`) by full passes."""
+    ids = list(ids)
+    if end in ids:
+        ids = ids[: ids.index(end) + 1]
+    decoder = np.array([[START] + ids[:-1]], "int32")
+    logits = np.asarray(
+        model({"encoder_token_ids": source_row[None], "decoder_token_ids": decoder})
+    )[0].astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    return sum(log_probs[t, token] for t, token in enumerate(ids)), len(ids)
+
+
+def test_beam_width_one_equals_greedy():
+    model = _model()
+    source = _source(4)
+    greedy = np.asarray(model.generate(source, max_new_tokens=8))
+    beam = np.asarray(
+        model.generate(source, max_new_tokens=8, strategy="beam", beam_width=1)
+    )
+    np.testing.assert_array_equal(beam, greedy)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_scores_are_length_normalised_log_probabilities(alpha):
+    model = _model()
+    source = _source(5)
+    ids, scores = model.beam_search(
+        source, max_new_tokens=7, beam_width=3, length_penalty=alpha, num_return=3
+    )
+    ids, scores = np.asarray(ids), np.asarray(scores)
+    assert ids.shape == (3, 3, 7) and scores.shape == (3, 3)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)  # Best first.
+    for row in range(3):
+        for rank in range(3):
+            total, length = _sequence_log_prob(model, source[row], ids[row, rank], END)
+            expected = total / ((5 + length) / 6) ** alpha
+            assert scores[row, rank] == pytest.approx(expected, abs=1e-3)
+        # Beams are distinct hypotheses.
+        assert len({tuple(h) for h in ids[row]}) == 3
+
+
+def test_beam_search_beats_or_ties_greedy_on_its_own_score():
+    model = _model()
+    source = _source(6)
+    greedy = np.asarray(model.generate(source, max_new_tokens=7))
+    ids, scores = model.beam_search(
+        source, max_new_tokens=7, beam_width=4, length_penalty=0.0
+    )
+    for row in range(3):
+        greedy_score, _ = _sequence_log_prob(model, source[row], greedy[row], END)
+        assert np.asarray(scores)[row, 0] >= greedy_score - 1e-4
+
+
+def test_beam_search_refuses_bad_arguments():
+    model = _model()
+    with pytest.raises(ValueError, match="num_return"):
+        model.beam_search(_source(), beam_width=2, num_return=3)
+    with pytest.raises(ValueError, match="beam_width"):
+        model.beam_search(_source(), beam_width=0)

@@ -1,0 +1,129 @@
+"""Beam search over a model's cache, with a length penalty and n-best lists.
+
+Why not `keras_hub.samplers.BeamSampler`: it scores beams by their summed
+log-probabilities only (no length penalty, so short outputs win), keeps
+finished beams competing with live ones, and expects the caller's cache
+to be already tiled per beam. Here the model supplies one decoding step and
+a function that reorders its state by beam, and this module tiles, keeps
+finished hypotheses frozen and normalises scores with the GNMT length
+penalty of Wu et al. (2016): `lp(n) = ((5 + n) / 6) ** alpha`.
+
+Shape legend:
+    B: batch size
+    K: beam width
+    V: vocabulary size
+    M: max_new_tokens
+"""
+
+from keras import ops
+
+
+def tile_beams(tensor, beam_width, axis=0):
+    """Repeat each batch row `beam_width` times along `axis` (b0 b0 b1 b1)."""
+    return ops.repeat(tensor, beam_width, axis=axis)
+
+
+def length_penalty_factor(lengths, alpha):
+    """GNMT's `((5 + n) / 6) ** alpha`; 1 when alpha is 0."""
+    lengths = ops.cast(lengths, "float32")
+    return ops.power((5.0 + lengths) / 6.0, alpha)
+
+
+def beam_search(
+    step_fn,
+    reorder_fn,
+    state,
+    batch_size,
+    max_new_tokens,
+    start_token_id,
+    end_token_id,
+    beam_width=4,
+    length_penalty=0.6,
+    num_return=1,
+):
+    """Run beam search as one compiled `while_loop`.
+
+    Args:
+        step_fn: `(previous_ids (B*K, 1), index, state) -> (logits (B*K,
+            V), state)`, one decoding step over the model's cache; `index`
+            is the position of `previous_ids` among the outputs (0 for the
+            start token).
+        reorder_fn: `(state, indices (B*K,)) -> state`, gathering the
+            state's beam rows.
+        state: the initial state, already tiled to B*K rows (`tile_beams`).
+        batch_size: B.
+        max_new_tokens: M.
+        start_token_id, end_token_id: ints.
+        beam_width: K.
+        length_penalty: alpha; 0 ranks by summed log-probabilities.
+        num_return: how many hypotheses to return per row, <= K.
+
+    Returns:
+        `(ids, scores)`: (B, num_return, M) int32 ids, best first, each
+        ending with its end token and zeros, and their (B, num_return)
+        length-normalised log-probabilities.
+    """
+    if not 1 <= num_return <= beam_width:
+        raise ValueError(
+            f"`num_return` must be in [1, beam_width={beam_width}]; "
+            f"received {num_return}."
+        )
+    k = beam_width
+    rows = batch_size * k
+    tokens = ops.zeros((rows, max_new_tokens + 1), "int32")
+    tokens = ops.slice_update(
+        tokens, [0, 0], ops.full((rows, 1), start_token_id, "int32")
+    )
+    # Only the first beam of each row is live at the start, so the first
+    # step expands one hypothesis, not K copies of it.
+    first = ops.concatenate([ops.zeros((1,)), ops.full((k - 1,), -1e9)])
+    scores = ops.tile(first[None, :], (batch_size, 1))  # (B, K)
+    finished = ops.zeros((batch_size, k), "bool")
+    lengths = ops.zeros((batch_size, k), "int32")
+    offsets = ops.arange(batch_size, dtype="int32")[:, None] * k  # (B, 1)
+
+    def cond(tokens, scores, finished, lengths, state, index):
+        return ops.logical_and(
+            ops.less(index, max_new_tokens), ops.logical_not(ops.all(finished))
+        )
+
+    def body(tokens, scores, finished, lengths, state, index):
+        previous = ops.slice(tokens, [0, index], [rows, 1])  # (B*K, 1)
+        logits, state = step_fn(previous, index, state)
+        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        vocabulary_size = ops.shape(log_probs)[-1]
+        log_probs = ops.reshape(log_probs, (batch_size, k, vocabulary_size))
+        # A finished hypothesis continues only with padding, at no cost.
+        padding_only = ops.where(ops.arange(vocabulary_size) == 0, 0.0, -1e9)  # (V,)
+        log_probs = ops.where(finished[..., None], padding_only, log_probs)
+        candidates = ops.reshape(
+            scores[..., None] + log_probs, (batch_size, k * vocabulary_size)
+        )
+        scores, flat = ops.top_k(candidates, k)  # (B, K)
+        flat = ops.cast(flat, "int32")
+        beams = flat // vocabulary_size
+        new_tokens = flat % vocabulary_size
+        source_rows = ops.reshape(beams + offsets, (rows,))
+        tokens = ops.take(tokens, source_rows, axis=0)
+        state = reorder_fn(state, source_rows)
+        was_finished = ops.take_along_axis(finished, beams, axis=1)
+        lengths = ops.take_along_axis(lengths, beams, axis=1)
+        lengths = lengths + ops.cast(ops.logical_not(was_finished), "int32")
+        finished = ops.logical_or(was_finished, ops.equal(new_tokens, end_token_id))
+        tokens = ops.slice_update(
+            tokens, [0, index + 1], ops.reshape(new_tokens, (rows, 1))
+        )
+        return tokens, scores, finished, lengths, state, index + 1
+
+    tokens, scores, finished, lengths, state, _ = ops.while_loop(
+        cond,
+        body,
+        (tokens, scores, finished, lengths, state, ops.convert_to_tensor(0)),
+        maximum_iterations=max_new_tokens,
+    )
+    normalised = scores / length_penalty_factor(ops.maximum(lengths, 1), length_penalty)
+    best, order = ops.top_k(normalised, num_return)  # (B, num_return)
+    order = ops.reshape(ops.cast(order, "int32") + offsets, (-1,))
+    ids = ops.take(tokens[:, 1:], order, axis=0)
+    ids = ops.reshape(ids, (batch_size, num_return, max_new_tokens))
+    return ids, best
