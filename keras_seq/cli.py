@@ -115,8 +115,30 @@ def _demo(args):
     for i in picks:
         source, reference = corpus.test[i]
         print(f"  {source}\n    ref: {reference}\n    out: {scores['hypotheses'][i]}")
+
+    # Serving: export, reload the SavedModel and translate the samples again.
+    from keras_seq import export
+
+    export_root = os.path.join(args.output_dir, "saved_model")
+    version = 1 + max([int(v) for v in _listdir(export_root) if v.isdigit()], default=0)
+    path = export.export_translator(
+        model,
+        result["source_tokenizer"],
+        result["target_tokenizer"],
+        export_root,
+        version=version,
+    )
+    served = _serve(path, [corpus.test[i][0] for i in picks])
+    same = sum(a == scores["hypotheses"][i] for a, i in zip(served, picks))
+    print(f"SavedModel {path}: {same} of {len(picks)} sample translations identical")
+    for i, translation in zip(picks[:3], served):
+        print(f"  {corpus.test[i][0]}\n    served: {translation}")
     print(f"saved model, vocabularies, figures and metrics.json to {args.output_dir}")
     return 0
+
+
+def _listdir(path):
+    return os.listdir(path) if os.path.isdir(path) else []
 
 
 def _translation_corpus(data, phrases=False):
@@ -300,21 +322,91 @@ def _translate(args):
     from keras_seq.recipes import model_dir
     from keras_seq.recipes import translation as recipe
 
-    loaded = _load(args.model_dir)
-    if loaded["family"] not in model_dir.TRANSLATORS:
-        raise UserError(
-            f"--model-dir {args.model_dir} holds a {loaded['family']}; "
-            "`translate` needs a translator or rnn-translator."
-        )
+    if bool(args.model_dir) == bool(args.saved_model):
+        raise UserError("give exactly one of --model-dir and --saved-model.")
     sentences = _read_inputs(args.texts)
-    outputs = recipe.translate_texts(
-        loaded["model"],
-        loaded["tokenizers"]["source"],
-        loaded["tokenizers"]["target"],
-        sentences,
-    )
+    if args.saved_model:
+        outputs = _serve(args.saved_model, sentences)
+    else:
+        loaded = _load(args.model_dir)
+        if loaded["family"] not in model_dir.TRANSLATORS:
+            raise UserError(
+                f"--model-dir {args.model_dir} holds a {loaded['family']}; "
+                "`translate` needs a translator or rnn-translator."
+            )
+        outputs = recipe.translate_texts(
+            loaded["model"],
+            loaded["tokenizers"]["source"],
+            loaded["tokenizers"]["target"],
+            sentences,
+        )
     for output in outputs:
         print(output)
+    return 0
+
+
+def _latest_version(path):
+    """`path` itself if it holds a SavedModel, else its newest version."""
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return path
+    versions = sorted(
+        int(name)
+        for name in (os.listdir(path) if os.path.isdir(path) else [])
+        if name.isdigit() and os.path.isfile(os.path.join(path, name, "saved_model.pb"))
+    )
+    if not versions:
+        raise UserError(
+            f"--saved-model {path}: no saved_model.pb in it or in a numbered "
+            "version directory under it."
+        )
+    return os.path.join(path, str(versions[-1]))
+
+
+def _serve(path, sentences):
+    """Translate through an exported SavedModel's `serving_default`."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the tokenizer's ops)
+
+    served = tf.saved_model.load(_latest_version(path))
+    signature = served.signatures["serving_default"]
+    batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
+    result = signature(sentences=batch)
+    return [t.decode("utf-8") for t in result["translations"].numpy()]
+
+
+def _export(args):
+    """Export a trained model directory as a SavedModel for TF Serving."""
+    from keras_seq import export
+
+    loaded = _load(args.model_dir)
+    family, model, run = loaded["family"], loaded["model"], loaded["run"]
+    tokenizers = loaded["tokenizers"]
+    if family == "translator":
+        path = export.export_translator(
+            model,
+            tokenizers["source"],
+            tokenizers["target"],
+            args.export_dir,
+            version=args.version,
+        )
+    elif family == "classifier":
+        path = export.export_classifier(
+            model,
+            tokenizers["text"],
+            args.export_dir,
+            version=args.version,
+            max_length=run.get("max_length"),
+        )
+    elif family == "language-model":
+        path = export.export_language_model(
+            model, tokenizers["text"], args.export_dir, version=args.version
+        )
+    else:
+        raise UserError(
+            f"`export` serves translator, classifier and language-model "
+            f"directories; {args.model_dir} holds a {family}."
+        )
+    print(f"exported {family} to {path}")
     return 0
 
 
@@ -434,9 +526,20 @@ def build_parser():
     translate = commands.add_parser(
         "translate", help="translate sentences (arguments, or lines on stdin)"
     )
-    translate.add_argument("--model-dir", required=True)
+    translate.add_argument("--model-dir", default=None)
+    translate.add_argument(
+        "--saved-model", default=None, help="an exported SavedModel (or its base)"
+    )
     translate.add_argument("texts", nargs="*")
     translate.set_defaults(run=_translate)
+
+    export = commands.add_parser(
+        "export", help="export a trained model as a SavedModel (TF Serving layout)"
+    )
+    export.add_argument("--model-dir", required=True)
+    export.add_argument("--export-dir", required=True)
+    export.add_argument("--version", type=int, default=1)
+    export.set_defaults(run=_export)
 
     evaluate = commands.add_parser(
         "evaluate", help="score a trained model on its test split"

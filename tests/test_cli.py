@@ -190,3 +190,17 @@ def test_train_every_family(tmp_path, family, data_kind, expect):
         # The prompt is the start of the first validation line (line 1).
         assert sample.split()[:4] == (_ENGLISH[1:] + _ENGLISH[:1])[:4]
         assert len(sample.split()) > 4
+
+
+def test_export_then_translate_through_the_saved_model(translator_dir, tmp_path):
+    out, _ = translator_dir
+    exported = _run("export", "--model-dir", str(out), "--export-dir", str(tmp_path))
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert (tmp_path / "1" / "saved_model.pb").is_file()
+    sentences = ("ich sehe du.", "er mag sie.", "")
+    direct = _run("translate", "--model-dir", str(out), *sentences[:2])
+    served = _run("translate", "--saved-model", str(tmp_path), *sentences[:2])
+    assert served.returncode == 0, served.stderr[-2000:]
+    assert served.stdout == direct.stdout
+    again = _run("export", "--model-dir", str(out), "--export-dir", str(tmp_path))
+    assert again.returncode == 1 and "already holds version 1" in again.stderr

@@ -58,7 +58,10 @@ def load_model_dir(model_dir):
     """
     import keras
 
-    import zoo  # noqa: F401  (registers the model classes for loading)
+    import keras_seq.losses  # noqa: F401  (these register the classes that
+    import keras_seq.metrics  # noqa: F401  a saved model and its compile
+    import keras_seq.schedules  # noqa: F401  config name)
+    import zoo  # noqa: F401
 
     run_path = os.path.join(model_dir, RUN_FILE)
     model_path = os.path.join(model_dir, MODEL_FILE)

@@ -1,0 +1,311 @@
+"""SavedModels that take strings and return strings, for TF Serving.
+
+Each export writes `<export_dir>/<version>/` with `keras.export.ExportArchive`
+(the model, its tokenizers and their vocabulary tables are tracked, so the
+artifact is self-contained). Inside every signature the graph cleans the
+input (invalid UTF-8 becomes U+FFFD), tokenizes it with the keras-hub
+WordPiece tokenizer (TensorFlow Text ops), truncates it to the model's
+`max_length`, decodes with the same cached loops as `model.generate` and
+detokenizes with TensorFlow string ops. No Python runs at serving time, and
+no input crashes it: an empty batch gives an empty batch, an empty (or
+blank) sentence gives an empty string, an over-long one is truncated.
+
+Loading needs only TensorFlow and TensorFlow Text:
+
+    import tensorflow as tf, tensorflow_text  # registers the WordPiece ops
+    served = tf.saved_model.load("exported/1")
+    served.signatures["serving_default"](sentences=tf.constant(["Hallo!"]))
+"""
+
+import os
+
+import keras
+
+from keras_seq.text import END_ID, START_ID, detokenize_graph
+
+DEFAULT_VERSION = 1
+
+
+def _require_tensorflow():
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            "SavedModel export needs the TensorFlow backend "
+            "(KERAS_BACKEND=tensorflow); the current backend is "
+            f"{keras.backend.backend()!r}."
+        )
+
+
+def _version_dir(export_dir, version):
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"`version` must be an int >= 1; received {version!r}.")
+    path = os.path.join(os.fspath(export_dir), str(version))
+    if os.path.exists(path):
+        raise ValueError(
+            f"`export_dir` already holds version {version} ({path}); choose "
+            "another `version` or remove it."
+        )
+    return path
+
+
+def _track(archive, *resources):
+    """Track models and tokenizers; a tokenizer is built by one call first."""
+    import tensorflow as tf
+
+    for resource in resources:
+        if not getattr(resource, "built", True):
+            resource(tf.constant([""]))
+        archive.track(resource)
+
+
+def _clean(sentences):
+    """Replace invalid UTF-8 by U+FFFD so the tokenizer never fails."""
+    import tensorflow as tf
+
+    return tf.strings.unicode_transcode(
+        sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+
+
+def _token_ids(tokenizer, sentences, max_length):
+    """(B,) strings -> (B, S) int32 ids, 1 <= S <= max_length, 0-padded."""
+    import tensorflow as tf
+
+    ids = tf.cast(tokenizer(_clean(sentences)), "int32")[:, :max_length]
+    ids = ids.to_tensor(default_value=0)  # (B, S); S is 0 for blank batches
+    width = tf.maximum(tf.shape(ids)[1], 1)
+    return tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]])
+
+
+def _blank(sentences):
+    import tensorflow as tf
+
+    return tf.equal(tf.strings.length(tf.strings.strip(_clean(sentences))), 0)
+
+
+def _guard_empty_batch(sentences, compute, empty):
+    """`compute()` unless the batch is empty, then `empty()`."""
+    import tensorflow as tf
+
+    return tf.cond(tf.equal(tf.size(sentences), 0), empty, compute)
+
+
+def _string_spec(name):
+    import tensorflow as tf
+
+    return [tf.TensorSpec([None], tf.string, name=name)]
+
+
+def _ids_spec(*names):
+    import tensorflow as tf
+
+    return [tf.TensorSpec([None, None], tf.int32, name=name) for name in names]
+
+
+def export_translator(
+    model,
+    source_tokenizer,
+    target_tokenizer,
+    export_dir,
+    version=DEFAULT_VERSION,
+    max_new_tokens=None,
+    beam_width=4,
+    length_penalty=0.6,
+    num_return=None,
+):
+    """Export a `zoo.build_translator` model with string signatures.
+
+    Signatures:
+        `serving_default`: `sentences` (B,) string -> `translations` (B,)
+            string, greedy.
+        `beam_search`: `sentences` (B,) -> `translations` (B, n) string and
+            `scores` (B, n) float32 (length-normalised log-probabilities),
+            best first; n = `num_return` (default `beam_width`).
+        `logits`: `encoder_token_ids`, `decoder_token_ids` (B, S), (B, T)
+            int32 -> `logits` (B, T, V) float32.
+
+    Returns:
+        The path of the version directory.
+    """
+    import tensorflow as tf
+
+    _require_tensorflow()
+    path = _version_dir(export_dir, version)
+    max_new_tokens = model._check_generate_input(
+        tf.zeros((1, 1), "int32"), max_new_tokens
+    )
+    num_return = num_return or beam_width
+    max_length = model.max_length
+
+    def greedy(sentences):
+        def compute():
+            from keras_seq import generation
+
+            ids = _token_ids(source_tokenizer, sentences, max_length)
+            sampler = generation.make_sampler("greedy")
+            generated = model._generate(ids, sampler, max_new_tokens, START_ID, END_ID)
+            text = detokenize_graph(target_tokenizer, generated)
+            return tf.where(_blank(sentences), "", text)
+
+        return {
+            "translations": _guard_empty_batch(
+                sentences, compute, lambda: tf.zeros([0], tf.string)
+            )
+        }
+
+    def beam(sentences):
+        def compute():
+            ids = _token_ids(source_tokenizer, sentences, max_length)
+            generated, scores = model._beam_search(
+                ids,
+                max_new_tokens,
+                beam_width,
+                length_penalty,
+                num_return,
+                START_ID,
+                END_ID,
+            )
+            flat = tf.reshape(generated, [-1, max_new_tokens])
+            text = detokenize_graph(target_tokenizer, flat)
+            text = tf.reshape(text, [-1, num_return])
+            text = tf.where(_blank(sentences)[:, None], "", text)
+            return text, tf.cast(scores, "float32")
+
+        def empty():
+            return (
+                tf.zeros([0, num_return], tf.string),
+                tf.zeros([0, num_return], "float32"),
+            )
+
+        text, scores = _guard_empty_batch(sentences, compute, empty)
+        return {"translations": text, "scores": scores}
+
+    def logits(encoder_token_ids, decoder_token_ids):
+        inputs = {
+            "encoder_token_ids": encoder_token_ids,
+            "decoder_token_ids": decoder_token_ids,
+        }
+        return {"logits": tf.cast(model(inputs, training=False), "float32")}
+
+    archive = keras.export.ExportArchive()
+    _track(archive, model, source_tokenizer, target_tokenizer)
+    archive.add_endpoint("serving_default", greedy, _string_spec("sentences"))
+    archive.add_endpoint("beam_search", beam, _string_spec("sentences"))
+    archive.add_endpoint(
+        "logits", logits, _ids_spec("encoder_token_ids", "decoder_token_ids")
+    )
+    archive.write_out(path, verbose=False)
+    return path
+
+
+def export_language_model(
+    model, tokenizer, export_dir, version=DEFAULT_VERSION, max_new_tokens=64
+):
+    """Export a `zoo.build_language_model` model with string signatures.
+
+    Signatures:
+        `serving_default`: `prompts` (B,) string -> `continuations` (B,)
+            string, greedy; a prompt is cut to its last tokens so that
+            prompt and continuation fit in `max_length`.
+        `logits`: `token_ids` (B, T) int32 -> `logits` (B, T, V) float32.
+    """
+    import tensorflow as tf
+
+    _require_tensorflow()
+    path = _version_dir(export_dir, version)
+    config = model.get_config()
+    prompt_length = config["max_length"] - max_new_tokens
+    if prompt_length < 1:
+        raise ValueError(
+            f"`max_new_tokens` must be below max_length={config['max_length']}; "
+            f"received {max_new_tokens}."
+        )
+
+    def continue_prompts(prompts):
+        def compute():
+            from keras_seq import generation
+
+            # Prompts of one length: a blank prompt starts from [END], the
+            # separator the model saw between texts; others are left-padded
+            # with it to the longest prompt.
+            ids = tf.cast(tokenizer(_clean(prompts)), "int32")[:, -prompt_length:]
+            reversed_rows = tf.reverse(ids, axis=[1]).to_tensor(END_ID)
+            missing = tf.maximum(1 - tf.shape(reversed_rows)[1], 0)
+            reversed_rows = tf.pad(
+                reversed_rows, [[0, 0], [0, missing]], constant_values=END_ID
+            )
+            prompt = tf.reverse(reversed_rows, axis=[1])
+            sampler = generation.make_sampler("greedy")
+            generated = model._generate(prompt, sampler, max_new_tokens, END_ID)
+            return detokenize_graph(tokenizer, generated)
+
+        return {
+            "continuations": _guard_empty_batch(
+                prompts, compute, lambda: tf.zeros([0], tf.string)
+            )
+        }
+
+    def logits(token_ids):
+        return {"logits": tf.cast(model(token_ids, training=False), "float32")}
+
+    archive = keras.export.ExportArchive()
+    _track(archive, model, tokenizer)
+    archive.add_endpoint("serving_default", continue_prompts, _string_spec("prompts"))
+    archive.add_endpoint("logits", logits, _ids_spec("token_ids"))
+    archive.write_out(path, verbose=False)
+    return path
+
+
+def export_classifier(
+    model,
+    tokenizer,
+    export_dir,
+    version=DEFAULT_VERSION,
+    max_length=None,
+    class_names=None,
+):
+    """Export a `zoo.build_classifier` model with string signatures.
+
+    Signatures:
+        `serving_default`: `texts` (B,) string -> `label` (B,) string (the
+            class name, or its id as text), `label_id` (B,) int64 and
+            `probabilities` (B, C) float32.
+        `logits`: `token_ids` (B, T) int32 -> `logits` (B, C) float32.
+    """
+    import tensorflow as tf
+
+    _require_tensorflow()
+    path = _version_dir(export_dir, version)
+    config = model.get_config()
+    max_length = min(max_length or config["max_length"], config["max_length"])
+    num_classes = config["num_classes"]
+    class_names = list(class_names or [str(i) for i in range(num_classes)])
+    if len(class_names) != num_classes:
+        raise ValueError(
+            f"`class_names` must name the {num_classes} classes; received "
+            f"{len(class_names)} names."
+        )
+
+    def classify(texts):
+        def compute():
+            ids = _token_ids(tokenizer, texts, max_length)
+            return tf.nn.softmax(tf.cast(model(ids, training=False), "float32"))
+
+        probabilities = _guard_empty_batch(
+            texts, compute, lambda: tf.zeros([0, num_classes], "float32")
+        )
+        label_id = tf.argmax(probabilities, axis=-1)
+        return {
+            "label": tf.gather(tf.constant(class_names), label_id),
+            "label_id": label_id,
+            "probabilities": probabilities,
+        }
+
+    def logits(token_ids):
+        return {"logits": tf.cast(model(token_ids, training=False), "float32")}
+
+    archive = keras.export.ExportArchive()
+    _track(archive, model, tokenizer)
+    archive.add_endpoint("serving_default", classify, _string_spec("texts"))
+    archive.add_endpoint("logits", logits, _ids_spec("token_ids"))
+    archive.write_out(path, verbose=False)
+    return path

@@ -1,0 +1,245 @@
+"""String-in, string-out SavedModels: same answers in a fresh process that
+imports only TensorFlow and TensorFlow Text, through `saved_model_cli`, and
+results (never crashes) for bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="SavedModel export is TensorFlow"
+)
+
+import zoo  # noqa: E402
+from keras_seq import export, text  # noqa: E402
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy  # noqa: E402
+from keras_seq.recipes import tasks  # noqa: E402
+from keras_seq.recipes import translation as recipe  # noqa: E402
+
+WORDS = [f"w{i}" for i in range(30)]
+VOCABULARY = list(text.RESERVED_TOKENS) + WORDS + [".", "!", "?"]
+
+
+def _sentences(count, seed):
+    rng = np.random.default_rng(seed)
+    return [
+        " ".join(rng.choice(WORDS, rng.integers(2, 7))) + rng.choice([".", "!"])
+        for _ in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def translator():
+    """A tiny translator trained to copy, so its outputs are real sentences."""
+    keras.utils.set_random_seed(0)
+    tokenizer = text.make_tokenizer(VOCABULARY)
+    model = zoo.build_translator(
+        "tiny", vocabulary_size=len(VOCABULARY), model_dim=32, ff_dim=64
+    )
+    sentences = _sentences(1024, 0)
+    data = text.make_translation_dataset(
+        list(zip(sentences, sentences)), tokenizer, tokenizer, 32, batch_size=32
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=MaskedSparseCategoricalCrossentropy(),
+    )
+    model.fit(data, epochs=6, verbose=0)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="module")
+def exported(translator, tmp_path_factory):
+    model, tokenizer = translator
+    root = tmp_path_factory.mktemp("served")
+    path = export.export_translator(
+        model, tokenizer, tokenizer, root, max_new_tokens=16, beam_width=3
+    )
+    return path
+
+
+SENTENCES = ["w1 w2 w3.", "w4 w5!", "w7 w8 w9 w10 w11."]
+
+_FRESH = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the WordPiece ops)
+served = tf.saved_model.load(sys.argv[1])
+inputs = json.loads(sys.argv[2])
+out = {}
+for name, fn in served.signatures.items():
+    if name == "logits":
+        continue
+    result = fn(sentences=tf.constant(inputs, tf.string))
+    out[name] = {k: v.numpy().tolist() for k, v in result.items()}
+for group in out.values():
+    for k, v in group.items():
+        group[k] = json.loads(json.dumps(v, default=lambda b: b.decode("utf-8")))
+print(json.dumps({"modules": sorted(sys.modules), "out": out}))
+"""
+
+
+def _fresh_process(path, inputs):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run(
+        [sys.executable, "-c", _FRESH, path, json.dumps(inputs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_layout_is_tf_serving(exported):
+    assert os.path.basename(exported) == "1"
+    assert os.path.isfile(os.path.join(exported, "saved_model.pb"))
+
+
+def test_fresh_process_translates_like_the_model(translator, exported):
+    model, tokenizer = translator
+    expected = recipe.translate_texts(
+        model, tokenizer, tokenizer, SENTENCES, max_new_tokens=16
+    )
+    assert expected[0].startswith("w1 w2")  # The copy task was learned.
+    fresh = _fresh_process(exported, SENTENCES)
+    assert not any(m.split(".")[0] in ("keras_seq", "zoo") for m in fresh["modules"])
+    assert fresh["out"]["serving_default"]["translations"] == expected
+
+    # Beam search: n-best lists, best first, the best equals in-process.
+    beam = fresh["out"]["beam_search"]
+    assert np.array(beam["translations"]).shape == (3, 3)
+    scores = np.array(beam["scores"])
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)
+    ids = np.asarray(
+        recipe.tokenize_to_lists(tokenizer, SENTENCES[:1]), "int32"
+    )  # (1, S)
+    best, best_scores = model.beam_search(ids, 16, beam_width=3, num_return=3)
+    assert beam["translations"][0] == text.detokenize(tokenizer, np.asarray(best)[0])
+    np.testing.assert_allclose(scores[0], np.asarray(best_scores)[0], atol=1e-4)
+
+
+def test_bad_input_comes_back_as_results(exported):
+    import tensorflow as tf
+
+    served = tf.saved_model.load(exported)
+    translate = served.signatures["serving_default"]
+    inputs = tf.constant(
+        [b"", b"   ", ("w1 " * 3400).encode(), b"w1 \xff\xfe w2.", "w3 ☃ ü.".encode()]
+    )
+    out = translate(sentences=inputs)["translations"].numpy()
+    assert out.shape == (5,)
+    assert out[0] == b"" and out[1] == b""
+    assert out[2].startswith(b"w1")  # 10,200 characters, truncated.
+    for row in out[3:]:
+        row.decode("utf-8")  # Valid UTF-8, whatever came in.
+    empty = translate(sentences=tf.zeros([0], tf.string))["translations"]
+    assert empty.shape == (0,)
+    beams = served.signatures["beam_search"](sentences=tf.zeros([0], tf.string))
+    assert beams["translations"].shape == (0, 3) and beams["scores"].shape == (0, 3)
+
+
+def test_logits_signature_matches_the_model(translator, exported):
+    import tensorflow as tf
+
+    model, _ = translator
+    served = tf.saved_model.load(exported)
+    source = np.array([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
+    target = np.array([[2, 5, 6], [2, 8, 9]], "int32")
+    got = served.signatures["logits"](
+        encoder_token_ids=tf.constant(source), decoder_token_ids=tf.constant(target)
+    )["logits"]
+    want = model({"encoder_token_ids": source, "decoder_token_ids": target})
+    np.testing.assert_allclose(got.numpy(), np.asarray(want), atol=1e-5)
+
+
+def _saved_model_cli(*args):
+    """TensorFlow's `saved_model_cli`, with TensorFlow Text's ops loaded
+    first (the console script cannot load op libraries by itself)."""
+    launcher = (
+        "import sys, tensorflow_text; "
+        "from tensorflow.python.tools.saved_model_cli import main; "
+        "sys.argv[0] = 'saved_model_cli'; sys.exit(main())"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(
+        [sys.executable, "-c", launcher, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_saved_model_cli_shows_and_runs(translator, exported):
+    model, tokenizer = translator
+    shown = _saved_model_cli("show", "--dir", exported, "--all")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    for name in ("serving_default", "beam_search", "logits"):
+        assert f"signature_def['{name}']" in shown.stdout
+    run = _saved_model_cli(
+        "run", "--dir", exported, "--tag_set", "serve",
+        "--signature_def", "serving_default",
+        "--input_exprs", f"sentences=[{SENTENCES[0]!r}]",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    expected = recipe.translate_texts(
+        model, tokenizer, tokenizer, SENTENCES[:1], max_new_tokens=16
+    )[0]
+    assert repr(expected.encode())[2:-1] in run.stdout
+
+
+def test_export_refuses_an_existing_version_and_other_backends(translator, exported):
+    model, tokenizer = translator
+    with pytest.raises(ValueError, match="already holds version 1"):
+        export.export_translator(model, tokenizer, tokenizer, os.path.dirname(exported))
+    with pytest.raises(ValueError, match="`version` must be an int >= 1"):
+        export.export_translator(model, tokenizer, tokenizer, "/tmp/x", version=0)
+
+
+def test_classifier_serves_labels_and_probabilities(tmp_path):
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    tokenizer = text.make_tokenizer(VOCABULARY)
+    model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
+    path = export.export_classifier(
+        model, tokenizer, tmp_path, max_length=16, class_names=["negative", "positive"]
+    )
+    texts = ["w1 w2.", "w3 w4 w5!", ""]
+    expected = tasks.classify_texts(model, tokenizer, texts, 16)
+    out = tf.saved_model.load(path).signatures["serving_default"](
+        texts=tf.constant(texts)
+    )
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
+    names = np.array([b"negative", b"positive"])[expected.argmax(-1)]
+    np.testing.assert_array_equal(out["label"].numpy(), names)
+
+
+def test_language_model_serves_continuations(tmp_path):
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    tokenizer = text.make_tokenizer(VOCABULARY)
+    model = zoo.build_language_model("tiny", vocabulary_size=len(VOCABULARY))
+    path = export.export_language_model(model, tokenizer, tmp_path, max_new_tokens=8)
+    prompts = ["w1 w2 w3", "w4 w5 w6"]  # One length: no padding in the batch.
+    ids = np.asarray(recipe.tokenize_to_lists(tokenizer, prompts), "int32")
+    expected = text.detokenize(
+        tokenizer, np.asarray(model.generate(ids, max_new_tokens=8))
+    )
+    out = (
+        tf.saved_model.load(path)
+        .signatures["serving_default"](prompts=tf.constant(prompts + [""]))[
+            "continuations"
+        ]
+        .numpy()
+    )
+    assert [s.decode() for s in out[:2]] == expected
+    assert out.shape == (3,)
