@@ -58,8 +58,10 @@ def _demo(args):
         verbose=1 if sys.stdout.isatty() else 2,
     )
     model = result["model"]
+    tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
+    greedy = recipe.evaluate_translator(model, *tokenizers, corpus.test)
     scores = recipe.evaluate_translator(
-        model, result["source_tokenizer"], result["target_tokenizer"], corpus.test
+        model, *tokenizers, corpus.test, strategy="beam", beam_width=args.beam_width
     )
 
     plots.plot_learning_curves(
@@ -88,6 +90,8 @@ def _demo(args):
     metrics = {
         "bleu": round(scores["bleu"], 2),
         "bleu_cased": round(scores["bleu_cased"], 2),
+        "bleu_greedy": round(greedy["bleu"], 2),
+        "beam_width": args.beam_width,
         "train_minutes": round(result["train_minutes"], 2),
         "vocabulary_minutes": round(result["vocabulary_minutes"], 2),
         "params": int(model.count_params()),
@@ -106,7 +110,8 @@ def _demo(args):
     )
     print(
         f"\ntest BLEU {metrics['bleu']:.2f} (lowercase), "
-        f"{metrics['bleu_cased']:.2f} (cased) after "
+        f"{metrics['bleu_cased']:.2f} (cased) with {args.beam_width} beams, "
+        f"{metrics['bleu_greedy']:.2f} greedy, after "
         f"{metrics['train_minutes']:.1f} training minutes, "
         f"{metrics['params']:,} parameters"
     )
@@ -490,6 +495,9 @@ def build_parser():
         "--minutes", type=float, default=15.0, help="training time budget"
     )
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--beam-width", type=int, default=4, help="beams for the test translations"
+    )
     demo.add_argument(
         "--corpus", default="/usr/share/trans/de-en", help="the trans-de-en file"
     )

@@ -82,9 +82,18 @@ def compile_translator(
 
 
 def translate_texts(
-    model, source_tokenizer, target_tokenizer, texts, batch_size=64, max_new_tokens=None
+    model,
+    source_tokenizer,
+    target_tokenizer,
+    texts,
+    batch_size=64,
+    max_new_tokens=None,
+    **generate_kwargs,
 ):
-    """Translate Python strings with the model's cached greedy loop.
+    """Translate Python strings with the model's cached decoding loop.
+
+    `generate_kwargs` go to `model.generate` (default greedy; e.g.
+    `strategy="beam", beam_width=4`).
 
     Sentences are sorted by length and each batch is padded to a bucket
     length, which keeps the number of compiled loops small.
@@ -104,7 +113,9 @@ def translate_texts(
         for row, i in enumerate(chosen):
             batch[row, : len(ids[i])] = ids[i]
         batch[len(chosen) :, 0] = text.UNK_ID  # Filler rows keep shapes fixed.
-        generated = model.generate(batch, max_new_tokens=max_new_tokens)
+        generated = model.generate(
+            batch, max_new_tokens=max_new_tokens, **generate_kwargs
+        )
         decoded = text.detokenize(target_tokenizer, np.asarray(generated))
         for row, i in enumerate(chosen):
             outputs[i] = decoded[row]
@@ -240,10 +251,16 @@ def train_translator(
     }
 
 
-def evaluate_translator(model, source_tokenizer, target_tokenizer, pairs):
+def evaluate_translator(
+    model, source_tokenizer, target_tokenizer, pairs, **generate_kwargs
+):
     """Test-split BLEU (lowercase and cased) and the hypotheses."""
     hypotheses = translate_texts(
-        model, source_tokenizer, target_tokenizer, [s for s, _ in pairs]
+        model,
+        source_tokenizer,
+        target_tokenizer,
+        [s for s, _ in pairs],
+        **generate_kwargs,
     )
     references = [t for _, t in pairs]
     return {
