@@ -134,8 +134,12 @@ def _demo(args):
         version=version,
     )
     served = _serve(path, [corpus.test[i][0] for i in picks])
-    same = sum(a == scores["hypotheses"][i] for a, i in zip(served, picks))
-    print(f"SavedModel {path}: {same} of {len(picks)} sample translations identical")
+    # `serving_default` decodes greedily: compare with the greedy outputs.
+    same = sum(a == greedy["hypotheses"][i] for a, i in zip(served, picks))
+    print(
+        f"SavedModel {path}: {same} of {len(picks)} greedy sample translations "
+        "identical through serving_default"
+    )
     for i, translation in zip(picks[:3], served):
         print(f"  {corpus.test[i][0]}\n    served: {translation}")
     print(f"saved model, vocabularies, figures and metrics.json to {args.output_dir}")

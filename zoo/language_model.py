@@ -129,6 +129,8 @@ class LanguageModel(_ConfigModel):
         max_new_tokens=64,
         strategy="greedy",
         end_token_id=3,
+        beam_width=4,
+        length_penalty=0.6,
         temperature=1.0,
         top_k=None,
         top_p=None,
@@ -142,26 +144,20 @@ class LanguageModel(_ConfigModel):
         Args:
             token_ids: (B, P) int prompts of one length P >= 1, no padding.
             max_new_tokens: int; P + max_new_tokens <= max_length.
-            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
+                `"beam"` (the best of `beam_search`).
             end_token_id: generation stops at this id (None: never).
 
         Returns:
             (B, max_new_tokens) int32 new ids; a row that produced the end
             token holds it followed by zeros.
         """
-        from keras_seq.masks import check_token_ids
-
-        config = self.get_config()
-        check_token_ids(token_ids, "token_ids", config["vocabulary_size"])
-        check_positive_int(max_new_tokens, "max_new_tokens")
-        prompt_length = token_ids.shape[1]
-        if not prompt_length or prompt_length + max_new_tokens > config["max_length"]:
-            raise ValueError(
-                "`token_ids` must hold at least one token and the prompt "
-                f"length plus `max_new_tokens` at most max_length="
-                f"{config['max_length']}; received {prompt_length} + "
-                f"{max_new_tokens}."
+        self._check_prompt(token_ids, max_new_tokens)
+        if strategy == "beam":
+            ids, _ = self.beam_search(
+                token_ids, max_new_tokens, beam_width, length_penalty, 1, end_token_id
             )
+            return ids[:, 0]
         key = (strategy, max_new_tokens, end_token_id, temperature, top_k, top_p)
         key += (seed,)
 
@@ -176,21 +172,89 @@ class LanguageModel(_ConfigModel):
         prompt = ops.convert_to_tensor(token_ids, dtype="int32")
         return generation.run_compiled(self, key, make_fn, prompt)
 
+    def _check_prompt(self, token_ids, max_new_tokens):
+        from keras_seq.masks import check_token_ids
+
+        config = self.get_config()
+        check_token_ids(token_ids, "token_ids", config["vocabulary_size"])
+        check_positive_int(max_new_tokens, "max_new_tokens")
+        prompt_length = token_ids.shape[1]
+        if not prompt_length or prompt_length + max_new_tokens > config["max_length"]:
+            raise ValueError(
+                "`token_ids` must hold at least one token and the prompt "
+                f"length plus `max_new_tokens` at most max_length="
+                f"{config['max_length']}; received {prompt_length} + "
+                f"{max_new_tokens}."
+            )
+
+    def _empty_caches(self, batch_size, length):
+        attention = self.decoder_blocks[0]._self_attention
+        shape = (len(self.decoder_blocks), batch_size, 2, length)
+        shape += (attention.num_heads, attention.key_dim)
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def beam_search(
+        self,
+        token_ids,
+        max_new_tokens=64,
+        beam_width=4,
+        length_penalty=0.6,
+        num_return=1,
+        end_token_id=3,
+    ):
+        """Beam search continuing prompts, returning n-best lists.
+
+        The prompt fills the cache once (all but its last token), the cache
+        is tiled per beam, and beams start from the prompt's last token.
+
+        Returns:
+            `(ids, scores)`: (B, num_return, max_new_tokens) int32 new ids,
+            best first, and their (B, num_return) length-normalised
+            log-probabilities.
+        """
+        self._check_prompt(token_ids, max_new_tokens)
+        check_positive_int(beam_width, "beam_width")
+        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
+        key += (end_token_id,)
+
+        def make_fn():
+            def search(prompt):
+                batch_size, prompt_length = ops.shape(prompt)
+                caches = self._empty_caches(batch_size, prompt_length + max_new_tokens)
+                for index in range(prompt_length - 1):  # Prefill.
+                    _, caches = self.decode_step(
+                        prompt[:, index : index + 1], index, caches
+                    )
+                caches = generation.tile_beams(caches, beam_width, axis=1)
+
+                def step(previous, index, caches):
+                    return self.decode_step(previous, index + prompt_length - 1, caches)
+
+                def reorder(caches, rows):
+                    return ops.take(caches, rows, axis=1)
+
+                return generation.beam_search(
+                    step,
+                    reorder,
+                    caches,
+                    batch_size,
+                    max_new_tokens,
+                    prompt[:, -1],
+                    -1 if end_token_id is None else end_token_id,
+                    beam_width=beam_width,
+                    length_penalty=length_penalty,
+                    num_return=num_return,
+                )
+
+            return search
+
+        prompt = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, prompt)
+
     def _generate(self, prompt, sampler, max_new_tokens, end_token_id):
         batch_size, prompt_length = ops.shape(prompt)
         total = prompt_length + max_new_tokens
-        attention = self.decoder_blocks[0]._self_attention
-        caches = ops.zeros(
-            (
-                len(self.decoder_blocks),
-                batch_size,
-                2,
-                total,
-                attention.num_heads,
-                attention.key_dim,
-            ),
-            dtype=self.compute_dtype,
-        )
+        caches = self._empty_caches(batch_size, total)
         buffer = ops.concatenate(
             [prompt, ops.zeros((batch_size, max_new_tokens), "int32")], axis=1
         )

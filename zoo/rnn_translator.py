@@ -226,6 +226,8 @@ class RNNTranslator(_ConfigModel):
         strategy="greedy",
         start_token_id=2,
         end_token_id=3,
+        beam_width=4,
+        length_penalty=0.6,
         temperature=1.0,
         top_k=None,
         top_p=None,
@@ -241,7 +243,8 @@ class RNNTranslator(_ConfigModel):
         Args:
             token_ids: (B, S) int source ids, 0 = padding.
             max_new_tokens: int, the longest output.
-            strategy: `"greedy"` or `"sample"` (temperature, top-k, top-p).
+            strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
+                `"beam"` (the best of `beam_search`).
             start_token_id, end_token_id: the target's special tokens.
 
         Returns:
@@ -252,6 +255,16 @@ class RNNTranslator(_ConfigModel):
 
         check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
         check_positive_int(max_new_tokens, "max_new_tokens")
+        if strategy == "beam":
+            ids, _ = self.beam_search(
+                token_ids,
+                max_new_tokens,
+                beam_width,
+                length_penalty,
+                start_token_id=start_token_id,
+                end_token_id=end_token_id,
+            )
+            return ids[:, 0]
         key = (strategy, max_new_tokens, start_token_id, end_token_id)
         key += (temperature, top_k, top_p, seed)
 
@@ -262,6 +275,69 @@ class RNNTranslator(_ConfigModel):
             return lambda source: self._generate(
                 source, sampler, max_new_tokens, start_token_id, end_token_id
             )
+
+        source = ops.convert_to_tensor(token_ids, dtype="int32")
+        return generation.run_compiled(self, key, make_fn, source)
+
+    def beam_search(
+        self,
+        token_ids,
+        max_new_tokens=64,
+        beam_width=4,
+        length_penalty=0.6,
+        num_return=1,
+        start_token_id=2,
+        end_token_id=3,
+    ):
+        """Beam search over the carried state, returning n-best lists.
+
+        The encoder runs once; its outputs, mask and the decoder state are
+        tiled per beam, and the state follows its beam at every step.
+
+        Returns:
+            `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids, best
+            first, and their (B, num_return) length-normalised
+            log-probabilities (`keras_seq.generation.beam_search`).
+        """
+        from keras_seq.masks import check_token_ids
+
+        check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
+        check_positive_int(max_new_tokens, "max_new_tokens")
+        check_positive_int(beam_width, "beam_width")
+        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
+        key += (start_token_id, end_token_id)
+
+        def make_fn():
+            def search(source):
+                batch_size = ops.shape(source)[0]
+                encoded, mask, state = self.encode(source)
+                encoded = generation.tile_beams(encoded, beam_width)
+                mask = generation.tile_beams(mask, beam_width)
+                state = [generation.tile_beams(s, beam_width) for s in state]
+
+                def step(previous, index, state):
+                    state, logits, _ = self.decode_step(
+                        state, previous[:, 0], encoded, mask
+                    )
+                    return logits, state
+
+                def reorder(state, rows):
+                    return [ops.take(s, rows, axis=0) for s in state]
+
+                return generation.beam_search(
+                    step,
+                    reorder,
+                    state,
+                    batch_size,
+                    max_new_tokens,
+                    start_token_id,
+                    end_token_id,
+                    beam_width=beam_width,
+                    length_penalty=length_penalty,
+                    num_return=num_return,
+                )
+
+            return search
 
         source = ops.convert_to_tensor(token_ids, dtype="int32")
         return generation.run_compiled(self, key, make_fn, source)

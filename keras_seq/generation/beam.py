@@ -53,7 +53,8 @@ def beam_search(
         state: the initial state, already tiled to B*K rows (`tile_beams`).
         batch_size: B.
         max_new_tokens: M.
-        start_token_id, end_token_id: ints.
+        start_token_id: an int, or (B,) ids, one per row.
+        end_token_id: int.
         beam_width: K.
         length_penalty: alpha; 0 ranks by summed log-probabilities.
         num_return: how many hypotheses to return per row, <= K.
@@ -70,10 +71,13 @@ def beam_search(
         )
     k = beam_width
     rows = batch_size * k
+    start = ops.convert_to_tensor(start_token_id, "int32")
+    if len(start.shape) == 0:
+        start = ops.full((rows, 1), start, "int32")
+    else:  # One start token per row, e.g. the last token of a prompt.
+        start = tile_beams(ops.reshape(start, (batch_size, 1)), k)
     tokens = ops.zeros((rows, max_new_tokens + 1), "int32")
-    tokens = ops.slice_update(
-        tokens, [0, 0], ops.full((rows, 1), start_token_id, "int32")
-    )
+    tokens = ops.slice_update(tokens, [0, 0], start)
     # Only the first beam of each row is live at the start, so the first
     # step expands one hypothesis, not K copies of it.
     first = ops.concatenate([ops.zeros((1,)), ops.full((k - 1,), -1e9)])

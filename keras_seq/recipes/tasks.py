@@ -21,6 +21,7 @@ from keras_seq import text
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.recipes.callbacks import TimeBudget
+from keras_seq.recipes.translation import checkpoint_callbacks
 
 
 def _vocabulary(texts, vocabulary_size, output_dir):
@@ -29,10 +30,11 @@ def _vocabulary(texts, vocabulary_size, output_dir):
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
-def _callbacks(output_dir, minutes):
+def _callbacks(output_dir, minutes, monitor="val_loss"):
     return [
         TimeBudget(minutes),
         keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv")),
+        *checkpoint_callbacks(output_dir, monitor),
     ]
 
 
@@ -103,12 +105,7 @@ def train_classifier(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
-    best = os.path.join(output_dir, "best.weights.h5")
-    callbacks = _callbacks(output_dir, minutes) + [
-        keras.callbacks.ModelCheckpoint(
-            best, monitor="val_accuracy", save_best_only=True, save_weights_only=True
-        )
-    ]
+    callbacks = _callbacks(output_dir, minutes, monitor="val_accuracy")
     history = _fit(
         model,
         dataset(corpus.train, shuffle=True),
@@ -119,7 +116,7 @@ def train_classifier(
     )
     # Small sentiment sets overfit within a few epochs: keep the epoch with
     # the best validation accuracy.
-    model.load_weights(best)
+    model.load_weights(os.path.join(output_dir, "best.weights.h5"))
     _, accuracy = model.evaluate(dataset(corpus.test), verbose=0)
     return {
         "model": model,

@@ -46,6 +46,27 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
     return source, target
 
 
+def checkpoint_callbacks(output_dir, monitor="val_loss"):
+    """Resume after an interruption and keep the best epoch's weights.
+
+    `BackupAndRestore` saves the model and optimizer state at every epoch
+    end under `<output_dir>/backup` and, when the same command runs again
+    after a crash or a kill, resumes from the last finished epoch (it
+    removes the backup once training ends normally). `ModelCheckpoint`
+    keeps the weights of the best epoch on `monitor` in
+    `<output_dir>/best.weights.h5`.
+    """
+    return [
+        keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
+        keras.callbacks.ModelCheckpoint(
+            os.path.join(output_dir, "best.weights.h5"),
+            monitor=monitor,
+            save_best_only=True,
+            save_weights_only=True,
+        ),
+    ]
+
+
 def compile_translator(
     model,
     warmup_steps=800,
@@ -230,6 +251,7 @@ def train_translator(
         budget,
         bleu_history,
         keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv")),
+        *checkpoint_callbacks(output_dir),
     ]
     history = model.fit(
         train_data,

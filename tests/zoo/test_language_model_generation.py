@@ -85,3 +85,28 @@ def test_generate_refuses_bad_input(model):
         model.generate(np.ones((1, 10), "int32"), max_new_tokens=40)
     with pytest.raises(ValueError, match="token_ids"):
         model.generate(np.ones((1, 3), "float32"))
+
+
+def test_beam_search_width_one_and_scores(model):
+    prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
+    greedy, _ = _full_recompute(model, prompt, 6)
+    one = keras.ops.convert_to_numpy(
+        model.generate(
+            prompt, max_new_tokens=6, strategy="beam", beam_width=1, end_token_id=None
+        )
+    )
+    np.testing.assert_array_equal(one, greedy)
+    ids, scores = model.beam_search(
+        prompt, 6, beam_width=3, num_return=3, length_penalty=0.0, end_token_id=None
+    )
+    ids, scores = keras.ops.convert_to_numpy(ids), keras.ops.convert_to_numpy(scores)
+    for row in range(2):
+        for rank in range(3):
+            tokens = np.concatenate([prompt[row], ids[row, rank]])[None]
+            logits = keras.ops.convert_to_numpy(model(tokens[:, :-1]))[0]
+            logits = logits.astype("float64")
+            log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+            new = ids[row, rank]
+            total = sum(log_probs[2 + t, token] for t, token in enumerate(new))
+            assert scores[row, rank] == pytest.approx(total, abs=1e-3)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)

@@ -387,6 +387,35 @@ def test_generate_greedy_equals_full_recompute(cell):
     assert first <= 2 and np.all(stopped[0, first + 1 :] == 0)
 
 
+def test_rnn_beam_search_scores_and_width_one():
+    keras.utils.set_random_seed(6)
+    model = zoo.build_rnn_translator("tiny")
+    source = _pair()["encoder_token_ids"]
+    greedy = _numpy(model.generate(source, max_new_tokens=5, end_token_id=7))
+    one = _numpy(
+        model.generate(
+            source, max_new_tokens=5, end_token_id=7, strategy="beam", beam_width=1
+        )
+    )
+    np.testing.assert_array_equal(one, greedy)
+    ids, scores = model.beam_search(
+        source, 5, beam_width=3, num_return=2, length_penalty=0.0, end_token_id=7
+    )
+    ids, scores = _numpy(ids), _numpy(scores)
+    for row in range(3):
+        tokens = list(ids[row, 0])
+        tokens = tokens[: tokens.index(7) + 1] if 7 in tokens else tokens
+        decoder = np.array([[2] + tokens[:-1]], "int32")
+        logits = _logits(
+            model,
+            {"encoder_token_ids": source[row : row + 1], "decoder_token_ids": decoder},
+        )[0].astype("float64")
+        log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+        total = sum(log_probs[t, token] for t, token in enumerate(tokens))
+        assert scores[row, 0] == pytest.approx(total, abs=1e-3)
+        assert scores[row, 0] >= scores[row, 1] - 1e-6
+
+
 # Source reversal.
 
 
