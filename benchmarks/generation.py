@@ -47,6 +47,7 @@ def _recompute_fn(model, source):
 
     batch = source.shape[0]
     length = NEW_TOKENS + 1
+    source = tf.constant(source)
 
     @tf.function(jit_compile=True)
     def logits_at(decoder_ids, index):

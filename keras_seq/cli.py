@@ -69,7 +69,10 @@ def _demo(args):
         result["bleu_history"],
         os.path.join(args.output_dir, "learning_curves.png"),
     )
-    source, _ = corpus.test[3]
+    # A sentence of middling length, so the alignment has room to show.
+    source = next(
+        (s for s, _ in corpus.test if 7 <= len(s.split()) <= 10), corpus.test[0][0]
+    )
     source_ids = np.asarray(
         recipe.tokenize_to_lists(result["source_tokenizer"], [source]), "int32"
     )

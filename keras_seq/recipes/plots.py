@@ -31,7 +31,10 @@ def plot_attention(weights, source_tokens, target_tokens, path, title=None):
     """An attention matrix in the style of Fig. 7.11: rows are outputs."""
     weights = np.asarray(weights)
     fig, axis = plt.subplots(
-        figsize=(1.0 + 0.45 * len(source_tokens), 1.0 + 0.4 * len(target_tokens))
+        figsize=(
+            max(4.0, 1.0 + 0.45 * len(source_tokens)),
+            max(3.0, 1.0 + 0.4 * len(target_tokens)),
+        )
     )
     axis.imshow(weights, cmap="gray_r", vmin=0.0, vmax=max(weights.max(), 1e-6))
     axis.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right")
@@ -39,7 +42,7 @@ def plot_attention(weights, source_tokens, target_tokens, path, title=None):
     axis.set_xlabel("source")
     axis.set_ylabel("output")
     if title:
-        axis.set_title(title)
+        axis.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
