@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # TensorFlow by design).
 JAX_TESTS ?= tests/layers tests/zoo tests/test_masks.py tests/test_training_recipe.py
 
-.PHONY: setup demo test lint test-tensorflow test-jax clean
+.PHONY: setup demo test lint test-tensorflow test-jax test-tutorials tutorials clean
 
 setup: $(STAMP)
 
@@ -31,7 +31,16 @@ test-tensorflow: setup
 test-jax: setup
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -q $(JAX_TESTS)
 
-test: lint test-tensorflow test-jax
+# The tutorials run in quick mode here (smaller data and fewer steps); the
+# full mode, which draws README's pictures, is `make tutorials`.
+test-tutorials: setup
+	KERAS_BACKEND=tensorflow KERAS_SEQ_QUICK=1 $(BIN)/python -m pytest -q \
+	  --nbmake --nbmake-timeout=180 -p no:cacheprovider tutorials
+
+tutorials: setup
+	KERAS_BACKEND=tensorflow $(BIN)/python scripts/run_tutorials.py
+
+test: lint test-tensorflow test-jax test-tutorials
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
