@@ -221,8 +221,20 @@ def _verbose():
     return 1 if sys.stdout.isatty() else 2
 
 
+def _runtime(args):
+    """Apply `--strategy`, `--deterministic` and `--precision`; the strategy."""
+    from keras_seq.recipes import runtime
+
+    strategy = runtime.make_strategy(args.strategy)  # before any other op
+    if args.deterministic:
+        runtime.make_deterministic(args.seed)
+    runtime.set_precision(args.precision)
+    return strategy
+
+
 def _train(args):
     """Train one model family and write its directory."""
+    strategy = _runtime(args)
     from keras_seq.recipes import model_dir, tasks
     from keras_seq.recipes import translation as recipe
 
@@ -235,6 +247,7 @@ def _train(args):
         "seed": args.seed,
         "vocabulary_size": args.vocabulary_size,
         "verbose": _verbose(),
+        "strategy": strategy,
     }
     run = {"data": args.data, "preset": args.preset, "seed": args.seed}
     if args.family in model_dir.TRANSLATORS:
@@ -536,6 +549,29 @@ def build_parser():
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--vocabulary-size", type=int, default=8000)
     train.add_argument("--output-dir", default=None, help="default: runs/<family>")
+    train.add_argument(
+        "--strategy",
+        choices=("none", "mirrored", "multi-worker"),
+        default="none",
+        help=(
+            "tf.distribute strategy: mirrored over local devices, or multi-worker "
+            "across machines (cluster in TF_CONFIG)"
+        ),
+    )
+    train.add_argument(
+        "--precision",
+        choices=("float32", "mixed_float16", "mixed_bfloat16"),
+        default="float32",
+        help="Keras dtype policy (mixed_float16 adds loss scaling)",
+    )
+    train.add_argument(
+        "--deterministic",
+        action="store_true",
+        help=(
+            "TensorFlow op determinism: the same command gives the same weights, "
+            "also when resumed after an interruption"
+        ),
+    )
     train.set_defaults(run=_train)
 
     translate = commands.add_parser(

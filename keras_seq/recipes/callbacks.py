@@ -1,5 +1,16 @@
-"""Callbacks for long runs: a wall-clock budget and a BLEU curve."""
+"""Callbacks for long runs: a wall-clock budget, a BLEU curve, and resuming.
 
+A run killed at any moment and started again with the same command resumes
+from its last finished epoch (`checkpoint_callbacks`) and, with fixed seeds
+and TensorFlow's op determinism, ends with the weights an uninterrupted run
+ends with: the shuffled order of each epoch is a function of the epoch
+number (`ShuffleEpoch`), the optimizer state comes back with the weights,
+and the history and best-epoch bookkeeping pick up where they stopped.
+"""
+
+import csv
+import json
+import os
 import time
 
 import keras
@@ -62,3 +73,87 @@ class BleuHistory(keras.callbacks.Callback):
         if logs is not None:
             logs["val_bleu"] = score
         print(f"  validation BLEU after epoch {epoch + 1}: {score:.2f}", flush=True)
+
+
+class ShuffleEpoch(keras.callbacks.Callback):
+    """Tell a training pipeline which epoch begins.
+
+    Pass `callback.epoch` as the `epoch` argument of a `keras_seq.text`
+    pipeline and the callback to `fit`: the pipeline's order of each epoch
+    is then a function of `(seed, epoch)`, the same in a resumed run.
+    """
+
+    def __init__(self):
+        super().__init__()
+        import tensorflow as tf
+
+        self.epoch = tf.Variable(0, dtype="int64", trainable=False, name="epoch")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch.assign(epoch)
+
+
+def _finished_epochs(backup_dir):
+    """Epochs a previous, interrupted run finished, from its backup."""
+    path = os.path.join(backup_dir, "training_metadata.json")
+    if not os.path.exists(path):
+        return 0
+    with open(path, encoding="utf-8") as file:
+        return int(json.load(file)["epoch"])
+
+
+def _resume_history(path, epochs, monitor, mode):
+    """Keep the first `epochs` rows of a CSV history; the best `monitor`.
+
+    A run killed after logging an epoch but before backing it up logged a
+    row that the resumed run logs again, so rows past the backup go.
+    """
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    rows = rows[:epochs]
+    if rows:
+        with open(path, "w", encoding="utf-8", newline="") as file:
+            writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    values = [float(row[monitor]) for row in rows if row.get(monitor)]
+    if not values:
+        return None
+    return max(values) if mode == "max" else min(values)
+
+
+def checkpoint_callbacks(output_dir, monitor="val_loss"):
+    """Log, back up and keep the best epoch, resuming after an interruption.
+
+    - `CSVLogger` writes `<output_dir>/history.csv` (appending when the run
+      resumes).
+    - `BackupAndRestore` saves the weights and optimizer state at every
+      epoch end under `<output_dir>/backup` and, when the same command runs
+      again after a crash or a kill, resumes from the last finished epoch
+      (it removes the backup once training ends normally).
+    - `ModelCheckpoint` keeps the weights of the best epoch on `monitor` in
+      `<output_dir>/best.weights.h5`; a resumed run starts from the best
+      value logged before the interruption.
+
+    Put callbacks that add to the logs (such as `BleuHistory`) before these.
+    """
+    backup_dir = os.path.join(output_dir, "backup")
+    history = os.path.join(output_dir, "history.csv")
+    mode = "max" if "acc" in monitor or "bleu" in monitor else "min"
+    finished = _finished_epochs(backup_dir)
+    best = _resume_history(history, finished, monitor, mode) if finished else None
+    return [
+        keras.callbacks.CSVLogger(history, append=finished > 0),
+        # Two copies: a kill while one is written leaves the other to load.
+        keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True),
+        keras.callbacks.ModelCheckpoint(
+            os.path.join(output_dir, "best.weights.h5"),
+            monitor=monitor,
+            mode=mode,
+            save_best_only=True,
+            save_weights_only=True,
+            initial_value_threshold=best,
+        ),
+    ]

@@ -20,8 +20,8 @@ import numpy as np
 from keras_seq import text
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
-from keras_seq.recipes.callbacks import TimeBudget
-from keras_seq.recipes.translation import checkpoint_callbacks
+from keras_seq.recipes import runtime
+from keras_seq.recipes.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
 
 
 def _vocabulary(texts, vocabulary_size, output_dir):
@@ -30,10 +30,10 @@ def _vocabulary(texts, vocabulary_size, output_dir):
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
-def _callbacks(output_dir, minutes, monitor="val_loss"):
+def _callbacks(output_dir, minutes, shuffle_epoch, monitor="val_loss"):
     return [
         TimeBudget(minutes),
-        keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv")),
+        shuffle_epoch,
         *checkpoint_callbacks(output_dir, monitor),
     ]
 
@@ -62,6 +62,7 @@ def train_classifier(
     learning_rate=5e-4,
     max_length=64,
     verbose=1,
+    strategy=None,
     **overrides,
 ):
     """Train `zoo.build_classifier` on `(text, label)` splits.
@@ -84,10 +85,16 @@ def train_classifier(
         [t for t, _ in corpus.train], vocabulary_size, output_dir
     )
     num_classes = int(max(label for _, label in corpus.train)) + 1
-    model = build_classifier(
-        preset, vocabulary_size=len(vocabulary), num_classes=num_classes, **overrides
-    )
+    with runtime.scope(strategy):
+        model = build_classifier(
+            preset,
+            vocabulary_size=len(vocabulary),
+            num_classes=num_classes,
+            **overrides,
+        )
     max_length = min(max_length, model.get_config()["max_length"])
+
+    shuffle_epoch = ShuffleEpoch()
 
     def dataset(pairs, shuffle=False):
         return text.make_classification_dataset(
@@ -98,6 +105,7 @@ def train_classifier(
             batch_size,
             shuffle=shuffle,
             seed=seed,
+            epoch=shuffle_epoch.epoch,
         )
 
     model.compile(
@@ -105,7 +113,7 @@ def train_classifier(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
-    callbacks = _callbacks(output_dir, minutes, monitor="val_accuracy")
+    callbacks = _callbacks(output_dir, minutes, shuffle_epoch, monitor="val_accuracy")
     history = _fit(
         model,
         dataset(corpus.train, shuffle=True),
@@ -149,6 +157,7 @@ def train_language_model(
     warmup_steps=400,
     learning_rate_scale=1.0,
     verbose=1,
+    strategy=None,
     **overrides,
 ):
     """Train `zoo.build_language_model` on a `TextCorpus` (lines of text).
@@ -163,12 +172,23 @@ def train_language_model(
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     vocabulary, tokenizer = _vocabulary(corpus.train, vocabulary_size, output_dir)
-    model = build_language_model(preset, vocabulary_size=len(vocabulary), **overrides)
+    with runtime.scope(strategy):
+        model = build_language_model(
+            preset, vocabulary_size=len(vocabulary), **overrides
+        )
     sequence_length = min(sequence_length, model.get_config()["max_length"])
+
+    shuffle_epoch = ShuffleEpoch()
 
     def dataset(lines, shuffle=False):
         return text.make_language_model_dataset(
-            lines, tokenizer, sequence_length, batch_size, shuffle=shuffle, seed=seed
+            lines,
+            tokenizer,
+            sequence_length,
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            epoch=shuffle_epoch.epoch,
         )
 
     schedule = InverseSquareRootWarmup(
@@ -184,7 +204,7 @@ def train_language_model(
         dataset(corpus.train, shuffle=True),
         dataset(corpus.validation),
         epochs,
-        _callbacks(output_dir, minutes),
+        _callbacks(output_dir, minutes, shuffle_epoch),
         verbose,
     )
     validation_loss = model.evaluate(dataset(corpus.validation), verbose=0)[0]
@@ -210,6 +230,7 @@ def train_masked_language_model(
     batch_size=64,
     learning_rate=5e-4,
     verbose=1,
+    strategy=None,
     **overrides,
 ):
     """Train `zoo.build_masked_language_model` on `(train, validation)` texts.
@@ -227,14 +248,23 @@ def train_masked_language_model(
     keras.utils.set_random_seed(seed)
     train, validation = corpus_texts
     vocabulary, tokenizer = _vocabulary(train, vocabulary_size, output_dir)
-    model = build_masked_language_model(
-        preset, vocabulary_size=len(vocabulary), **overrides
-    )
+    with runtime.scope(strategy):
+        model = build_masked_language_model(
+            preset, vocabulary_size=len(vocabulary), **overrides
+        )
     max_length = model.get_config()["max_length"]
+
+    shuffle_epoch = ShuffleEpoch()
 
     def dataset(texts, shuffle=False):
         return text.make_masked_language_model_dataset(
-            texts, tokenizer, max_length, batch_size, seed=seed, shuffle=shuffle
+            texts,
+            tokenizer,
+            max_length,
+            batch_size,
+            seed=seed,
+            shuffle=shuffle,
+            epoch=shuffle_epoch.epoch,
         )
 
     model.compile(
@@ -247,7 +277,7 @@ def train_masked_language_model(
         dataset(train, shuffle=True),
         dataset(validation),
         epochs,
-        _callbacks(output_dir, minutes),
+        _callbacks(output_dir, minutes, shuffle_epoch),
         verbose,
     )
     _, accuracy = model.evaluate(dataset(validation), verbose=0)

@@ -17,7 +17,13 @@ import numpy as np
 from keras_seq import text
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
-from keras_seq.recipes.callbacks import BleuHistory, TimeBudget
+from keras_seq.recipes import runtime
+from keras_seq.recipes.callbacks import (
+    BleuHistory,
+    ShuffleEpoch,
+    TimeBudget,
+    checkpoint_callbacks,
+)
 from keras_seq.schedules import InverseSquareRootWarmup
 
 # Sources are padded to one of these lengths for decoding, so the compiled
@@ -44,27 +50,6 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
         text.save_vocabulary(source, os.path.join(output_dir, "source_vocabulary.txt"))
         text.save_vocabulary(target, os.path.join(output_dir, "target_vocabulary.txt"))
     return source, target
-
-
-def checkpoint_callbacks(output_dir, monitor="val_loss"):
-    """Resume after an interruption and keep the best epoch's weights.
-
-    `BackupAndRestore` saves the model and optimizer state at every epoch
-    end under `<output_dir>/backup` and, when the same command runs again
-    after a crash or a kill, resumes from the last finished epoch (it
-    removes the backup once training ends normally). `ModelCheckpoint`
-    keeps the weights of the best epoch on `monitor` in
-    `<output_dir>/best.weights.h5`.
-    """
-    return [
-        keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
-        keras.callbacks.ModelCheckpoint(
-            os.path.join(output_dir, "best.weights.h5"),
-            monitor=monitor,
-            save_best_only=True,
-            save_weights_only=True,
-        ),
-    ]
 
 
 def compile_translator(
@@ -179,6 +164,7 @@ def train_translator(
     shared_vocabulary=False,
     family="translator",
     verbose=1,
+    strategy=None,
     **overrides,
 ):
     """Train a translator on a `TranslationCorpus` and evaluate it.
@@ -211,15 +197,17 @@ def train_translator(
         raise ValueError(
             f"`family` must be 'translator' or 'rnn-translator'; received {family!r}."
         )
-    model = build(
-        preset,
-        source_vocabulary_size=len(source_vocab),
-        target_vocabulary_size=len(target_vocab),
-        **overrides,
-    )
-    compile_translator(
-        model, warmup_steps, learning_rate_scale, label_smoothing, jit_compile
-    )
+    with runtime.scope(strategy):
+        model = build(
+            preset,
+            source_vocabulary_size=len(source_vocab),
+            target_vocabulary_size=len(target_vocab),
+            **overrides,
+        )
+        compile_translator(
+            model, warmup_steps, learning_rate_scale, label_smoothing, jit_compile
+        )
+    shuffle_epoch = ShuffleEpoch()
     train_data = text.make_translation_dataset(
         corpus.train,
         source_tokenizer,
@@ -229,6 +217,7 @@ def train_translator(
         shuffle=True,
         seed=seed,
         training=True,
+        epoch=shuffle_epoch.epoch,
     )
     validation_data = text.make_translation_dataset(
         corpus.validation,
@@ -250,7 +239,7 @@ def train_translator(
     callbacks = [
         budget,
         bleu_history,
-        keras.callbacks.CSVLogger(os.path.join(output_dir, "history.csv")),
+        shuffle_epoch,
         *checkpoint_callbacks(output_dir),
     ]
     history = model.fit(

@@ -66,6 +66,7 @@ def make_translation_dataset(
     seed=0,
     training=False,
     bucket_boundaries=None,
+    epoch=None,
 ):
     """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
 
@@ -93,6 +94,10 @@ def make_translation_dataset(
             `batch_tokens`.
         shuffle: bool, shuffle the pairs every epoch (before bucketing).
         seed: int, the shuffle seed.
+        epoch: optional `tf.Variable` holding the epoch number (see
+            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            is then a function of `(seed, epoch)`, so a resumed run replays
+            it. Without one, the order follows the passes made so far.
         training: bool. `True` drops each bucket's last, incomplete batch,
             so batch sizes are fixed too (a bucket smaller than one batch
             gives one batch of all its pairs); `False` keeps every pair.
@@ -136,11 +141,7 @@ def make_translation_dataset(
         features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
         return features, target[1:]
 
-    dataset = tf.data.Dataset.from_tensor_slices((source_ids, target_ids))
-    if shuffle:
-        dataset = dataset.shuffle(
-            len(sources), seed=seed, reshuffle_each_iteration=True
-        )
+    dataset = _slices((source_ids, target_ids), shuffle, seed, epoch)
     dataset = _map(dataset, split_target)
     longer_sides = np.maximum(
         np.minimum(source_lengths, max_length),
@@ -194,6 +195,7 @@ def make_classification_dataset(
     batch_size,
     shuffle=False,
     seed=0,
+    epoch=None,
     drop_remainder=False,
 ):
     """Batches of `(token_ids, labels)` for an encoder classifier.
@@ -208,6 +210,10 @@ def make_classification_dataset(
         batch_size: int.
         shuffle: bool, shuffle every epoch.
         seed: int, the shuffle seed.
+        epoch: optional `tf.Variable` holding the epoch number (see
+            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            is then a function of `(seed, epoch)`, so a resumed run replays
+            it. Without one, the order follows the passes made so far.
         drop_remainder: bool, drop the last, incomplete batch.
 
     Returns:
@@ -236,9 +242,7 @@ def make_classification_dataset(
     lengths, token_ids = _tokenize(texts, tokenizer, max_length)
     _warn_truncated(lengths > max_length, "texts", max_length)
 
-    dataset = tf.data.Dataset.from_tensor_slices((token_ids, labels))
-    if shuffle:
-        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = _slices((token_ids, labels), shuffle, seed, epoch)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
 
     def pad(token_ids, labels):  # (B, None) ragged -> (B, max_length)
@@ -255,6 +259,7 @@ def make_language_model_dataset(
     batch_size,
     shuffle=False,
     seed=0,
+    epoch=None,
     drop_remainder=False,
     separator_id=END_ID,
 ):
@@ -278,6 +283,10 @@ def make_language_model_dataset(
         batch_size: int.
         shuffle: bool, shuffle the windows every epoch.
         seed: int, the shuffle seed.
+        epoch: optional `tf.Variable` holding the epoch number (see
+            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            is then a function of `(seed, epoch)`, so a resumed run replays
+            it. Without one, the order follows the passes made so far.
         drop_remainder: bool, drop the last, incomplete batch.
         separator_id: int or `None`, the id put after each text.
 
@@ -303,9 +312,7 @@ def make_language_model_dataset(
     starts = np.arange(num_windows)[:, None] * sequence_length  # (W, 1)
     windows = stream[starts + np.arange(sequence_length + 1)]  # (W, T + 1)
 
-    dataset = tf.data.Dataset.from_tensor_slices((windows[:, :-1], windows[:, 1:]))
-    if shuffle:
-        dataset = dataset.shuffle(num_windows, seed=seed, reshuffle_each_iteration=True)
+    dataset = _slices((windows[:, :-1], windows[:, 1:]), shuffle, seed, epoch)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -318,6 +325,7 @@ def make_masked_language_model_dataset(
     mask_rate=0.15,
     seed=0,
     shuffle=False,
+    epoch=None,
     drop_remainder=False,
 ):
     """Batches for masked language modelling (BERT's fill-in task).
@@ -338,6 +346,10 @@ def make_masked_language_model_dataset(
         batch_size: int.
         mask_rate: float in (0, 1), the share of tokens selected.
         seed: int, the shuffle seed.
+        epoch: optional `tf.Variable` holding the epoch number (see
+            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            is then a function of `(seed, epoch)`, so a resumed run replays
+            it. Without one, the order follows the passes made so far.
         shuffle: bool, shuffle the texts every epoch.
         drop_remainder: bool, drop the last, incomplete batch.
 
@@ -379,12 +391,50 @@ def make_masked_language_model_dataset(
         inputs = inputs.to_tensor(default_value=PAD_ID, shape=[None, max_length])
         return inputs, labels  # (B, max_length) each
 
-    dataset = tf.data.Dataset.from_tensor_slices(token_ids)
-    if shuffle:
-        dataset = dataset.shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
+    dataset = _slices(token_ids, shuffle, seed, epoch)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
     dataset = _map(dataset, mask)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _slices(tensors, shuffle, seed, epoch):
+    """`Dataset.from_tensor_slices(tensors)`, in a new order every epoch.
+
+    tf.data's `shuffle(reshuffle_each_iteration=True)` draws each epoch's
+    order from the number of passes the process has made, so a run resumed
+    at epoch k by `BackupAndRestore` would replay epoch 0's order and end
+    with other weights. Here the order is a stateless permutation of
+    `(seed, epoch)`; without an `epoch` variable a counter of passes
+    (incremented when a pass begins) stands in for it.
+    """
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices(tensors)
+    if not shuffle:
+        return dataset
+    size = int(dataset.cardinality())
+    if epoch is None:
+        passes = tf.Variable(-1, dtype="int64", trainable=False)
+
+        def epoch_number(_):
+            return passes.assign_add(1)
+    else:
+
+        def epoch_number(_):
+            return tf.cast(epoch, "int64")
+
+    def order(number):
+        seed_pair = tf.stack([tf.constant(seed, "int64"), number])
+        permutation = tf.random.experimental.stateless_shuffle(
+            tf.range(size, dtype="int64"), seed=seed_pair
+        )
+        return tf.data.Dataset.from_tensor_slices(permutation)
+
+    def take(index):
+        return tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
+
+    indices = tf.data.Dataset.from_tensors(0).map(epoch_number).flat_map(order)
+    return indices.map(take, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _tokenize(texts, tokenizer, max_length=None, pack=None):
