@@ -241,6 +241,10 @@ class MultiHeadAttention(keras.layers.Layer):
             return False
         if training and self.dropout > 0:
             return False
+        if self.compute_dtype == "float16" and keras.backend.backend() == "jax":
+            # XLA:CPU has no float16 dot with float32 accumulation, which
+            # JAX's fused attention asks for; the explicit path works.
+            return _on_gpu()
         return True
 
     def _explicit_attention(self, query, key, value, mask, training):
@@ -396,3 +400,9 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _on_gpu():
+    import jax
+
+    return jax.default_backend() == "gpu"
