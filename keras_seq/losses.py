@@ -60,22 +60,44 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         # an already averaged scalar into a (B, T) array. The padding mask
         # is read from `y_true` here instead, and sample weights join the
         # token average, so the result is always a scalar per-token mean.
-        return self.call(y_true, y_pred, sample_weight=sample_weight)
+        loss = self.call(y_true, y_pred, sample_weight=sample_weight)
+        return _scale_for_replicas(loss)
+
+    def _fused_cross_entropy(self, y_true, logits, vocabulary_size):
+        """(B, T) token losses through the backends' fused softmax kernels.
+
+        The same value as `(1 - eps) nll + eps mean(-log p)` below: that is
+        the cross-entropy against the smoothed target `(1 - eps) one_hot +
+        eps / V`. A gather from `log_softmax` has a gradient that scatters
+        into a (B, T, V) tensor, and the separate passes over the logits
+        cost about a fifth of a `small` translator's training step
+        (benchmarks/results/benchmarks.md); the fused kernels make one.
+        """
+        if not self.label_smoothing:
+            return ops.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
+        eps = self.label_smoothing
+        targets = ops.one_hot(y_true, vocabulary_size) * (1.0 - eps)  # (B, T, V)
+        targets = targets + eps / vocabulary_size
+        return ops.categorical_crossentropy(targets, logits, from_logits=True)
 
     def call(self, y_true, y_pred, sample_weight=None):
         y_true = ops.cast(y_true, "int32")
         y_pred = ops.cast(y_pred, "float32")  # Softmax in float32.
-        if self.from_logits:
-            log_probs = ops.log_softmax(y_pred, axis=-1)
+        vocabulary_size = y_pred.shape[-1]
+        if self.from_logits and vocabulary_size is not None:
+            loss = self._fused_cross_entropy(y_true, y_pred, vocabulary_size)
         else:
-            log_probs = ops.log(ops.clip(y_pred, 1e-7, 1.0))
-        # (B, T, V) -> (B, T)
-        nll = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]
-        loss = nll
-        if self.label_smoothing:
-            uniform = -ops.mean(log_probs, axis=-1)  # (B, T)
-            eps = self.label_smoothing
-            loss = (1.0 - eps) * nll + eps * uniform
+            if self.from_logits:
+                log_probs = ops.log_softmax(y_pred, axis=-1)
+            else:
+                log_probs = ops.log(ops.clip(y_pred, 1e-7, 1.0))
+            # (B, T, V) -> (B, T)
+            nll = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]
+            loss = nll
+            if self.label_smoothing:
+                uniform = -ops.mean(log_probs, axis=-1)  # (B, T)
+                eps = self.label_smoothing
+                loss = (1.0 - eps) * nll + eps * uniform
         mask = ops.cast(ops.not_equal(y_true, self.padding_id), "float32")
         if sample_weight is not None:
             weight = ops.cast(sample_weight, "float32")
@@ -95,3 +117,19 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
             }
         )
         return config
+
+
+def _scale_for_replicas(loss):
+    """Divide by the replicas in sync, as Keras' `Loss.__call__` does.
+
+    Under a `tf.distribute` strategy each replica's gradients are summed and
+    Keras multiplies the reported loss back by the number of replicas; the
+    division lives in the `Loss.__call__` this loss bypasses, so it is here.
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        if replicas > 1:
+            loss = ops.multiply(loss, ops.cast(1.0 / replicas, loss.dtype))
+    return loss

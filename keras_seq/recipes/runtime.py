@@ -43,7 +43,41 @@ def make_strategy(name):
 
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    _average_scalar_logs_across_workers()
+    return strategy
+
+
+def _average_scalar_logs_across_workers():
+    """Let Keras 3 average scalar logs across workers.
+
+    Keras' TensorFlow trainer averages every step's logs with
+    `strategy.reduce("MEAN", value, axis=0)` under a multi-worker strategy,
+    which fails on the scalar loss and metrics ("Invalid reduction dimension
+    0 for input with 0 dimensions", tensorflow/tensorflow#72388), so no
+    model trains. Scalars are averaged over replicas with `axis=None`
+    instead; everything else goes to Keras' own function unchanged.
+    """
+    import tensorflow as tf
+    from keras.src.backend.tensorflow import trainer
+
+    keras_reduce = getattr(trainer.reduce_per_replica, "keras_reduce", None)
+    keras_reduce = keras_reduce or trainer.reduce_per_replica
+
+    def reduce_per_replica(values, strategy, reduction):
+        if reduction not in ("auto", "mean") or not isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy
+        ):
+            return keras_reduce(values, strategy, reduction)
+
+        def average(value):
+            axis = None if value.shape.rank == 0 else 0
+            return strategy.reduce("MEAN", value, axis=axis)
+
+        return tf.nest.map_structure(average, values)
+
+    reduce_per_replica.keras_reduce = keras_reduce
+    trainer.reduce_per_replica = reduce_per_replica
 
 
 def scope(strategy):
@@ -72,3 +106,57 @@ def make_deterministic(seed):
         import tensorflow as tf
 
         tf.config.experimental.enable_op_determinism()
+
+
+def build_for_strategy(model, strategy, dataset):
+    """Build the compiled metrics and loss from a real batch, under `strategy`.
+
+    Under a `tf.distribute` strategy, Keras builds them before the first
+    step from a batch averaged over the replicas (`strategy.reduce("MEAN")`),
+    which turns integer token ids into floats that the models refuse.
+    Building them here, from one batch of `dataset` with its own dtypes,
+    leaves Keras nothing to build. Keras would still average a batch first,
+    and a multi-worker strategy cannot average a dict of inputs, so that
+    step, with nothing left for it to do, is skipped. No-op without a
+    strategy.
+    """
+    if strategy is None:
+        return
+    batch = next(iter(dataset))
+    with strategy.scope():
+        model._symbolic_build(data_batch=batch)
+    model._maybe_symbolic_build = _nothing_to_build
+
+
+def _nothing_to_build(iterator=None, data_batch=None):
+    return None
+
+
+def for_workers(dataset, strategy, shard=True):
+    """Set how a multi-worker strategy splits `dataset` between workers.
+
+    Training data (`shard=True`): each worker takes every n-th batch, after
+    the batches are cut to a multiple of the n workers (a worker with one
+    batch more would wait for the others forever). Evaluation data
+    (`shard=False`): every worker reads every batch, so their metrics agree.
+    Datasets are returned unchanged without a multi-worker strategy.
+    """
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return dataset
+    resolver = strategy.cluster_resolver
+    cluster = resolver.cluster_spec() if resolver else None
+    workers = cluster.num_tasks("worker") if cluster and "worker" in cluster.jobs else 1
+    # Sharded here, by batch, rather than by tf.data's auto-sharding, which
+    # cannot see through the bucketing and lets every worker read it all.
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.OFF
+    )
+    batches = int(dataset.cardinality())
+    if shard and workers > 1:
+        if batches > 0:
+            dataset = dataset.take(batches - batches % workers)
+        dataset = dataset.shard(workers, resolver.task_id)
+    return dataset.with_options(options)

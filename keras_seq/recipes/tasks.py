@@ -38,7 +38,10 @@ def _callbacks(output_dir, minutes, shuffle_epoch, monitor="val_loss"):
     ]
 
 
-def _fit(model, train_data, validation_data, epochs, callbacks, verbose):
+def _fit(model, train_data, validation_data, epochs, callbacks, verbose, strategy):
+    train_data = runtime.for_workers(train_data, strategy)
+    validation_data = runtime.for_workers(validation_data, strategy, shard=False)
+    runtime.build_for_strategy(model, strategy, train_data)
     # The datasets shuffle themselves; `shuffle=False` says so to Keras.
     return model.fit(
         train_data,
@@ -121,6 +124,7 @@ def train_classifier(
         epochs,
         callbacks,
         verbose,
+        strategy,
     )
     # Small sentiment sets overfit within a few epochs: keep the epoch with
     # the best validation accuracy.
@@ -206,6 +210,7 @@ def train_language_model(
         epochs,
         _callbacks(output_dir, minutes, shuffle_epoch),
         verbose,
+        strategy,
     )
     validation_loss = model.evaluate(dataset(corpus.validation), verbose=0)[0]
     test_loss = model.evaluate(dataset(corpus.test), verbose=0)[0]
@@ -279,6 +284,7 @@ def train_masked_language_model(
         epochs,
         _callbacks(output_dir, minutes, shuffle_epoch),
         verbose,
+        strategy,
     )
     _, accuracy = model.evaluate(dataset(validation), verbose=0)
     return {

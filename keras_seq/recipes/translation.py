@@ -242,6 +242,9 @@ def train_translator(
         shuffle_epoch,
         *checkpoint_callbacks(output_dir),
     ]
+    train_data = runtime.for_workers(train_data, strategy)
+    validation_data = runtime.for_workers(validation_data, strategy, shard=False)
+    runtime.build_for_strategy(model, strategy, train_data)
     history = model.fit(
         train_data,
         validation_data=validation_data,
