@@ -1,7 +1,9 @@
 """keras-seq: sequence-model layers for Keras 3 and the machinery around them."""
 
-from keras_seq import layers, masks
+# Importing the losses, metrics and schedules registers them, so that a
+# compiled model saved with them loads after a plain `import keras_seq`.
+from keras_seq import layers, losses, masks, metrics, schedules
 
 __version__ = "0.1.0"
 
-__all__ = ["layers", "masks", "__version__"]
+__all__ = ["layers", "losses", "masks", "metrics", "schedules", "__version__"]

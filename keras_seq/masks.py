@@ -33,8 +33,16 @@ def check_token_ids(token_ids, name="token_ids", vocabulary_size=None):
             outside `[0, vocabulary_size)` are refused.
 
     Raises:
+        TypeError: when `token_ids` is not an array or tensor (a nested list,
+            say), whose shape and dtype could only be guessed.
         ValueError: on a wrong rank, a float dtype, or ids out of range.
     """
+    if not (hasattr(token_ids, "shape") and hasattr(token_ids, "dtype")):
+        raise TypeError(
+            f"`{name}` must be an array or tensor of shape (batch_size, "
+            f"sequence_length), e.g. numpy.asarray(ids, 'int32'); received "
+            f"{type(token_ids).__name__}."
+        )
     shape = tuple(token_ids.shape)
     if len(shape) != 2:
         raise ValueError(

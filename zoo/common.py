@@ -8,6 +8,29 @@ def check_positive_int(value, name):
         raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
+class TokenIdsModel(keras.Model):
+    """A functional model whose every input is a batch of token ids.
+
+    Keras converts the inputs of a functional model to the dtype of its
+    `keras.Input`s, which would truncate float ids (5.7 becomes 5) without a
+    word; `call` refuses them first, naming the input.
+    """
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        from keras_seq.masks import check_token_ids
+
+        if isinstance(inputs, dict):
+            named = list(inputs.items())
+        elif isinstance(inputs, (list, tuple)) and len(inputs) == len(self.inputs) > 1:
+            named = [(spec.name, value) for spec, value in zip(self.inputs, inputs)]
+        else:
+            named = [(self.inputs[0].name, inputs)]
+        for name, value in named:
+            if hasattr(value, "shape") and hasattr(value, "dtype"):
+                check_token_ids(value, name)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+
 def final_norm(norm_first, epsilon, name):
     """A closing layer norm for pre-norm stacks, identity for post-norm ones.
 

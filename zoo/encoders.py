@@ -13,7 +13,12 @@ from keras import ops
 
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
 from zoo import presets as presets_lib
-from zoo.common import check_positive_int, final_norm, resolve_config
+from zoo.common import (
+    TokenIdsModel,
+    check_positive_int,
+    final_norm,
+    resolve_config,
+)
 
 ENCODER_DEFAULTS = {
     "vocabulary_size": 8000,
@@ -87,7 +92,7 @@ class MaskedMeanPooling(keras.layers.Layer):
         return (inputs_shape[0], inputs_shape[2])
 
 
-class _ConfigModel(keras.Model):
+class _ConfigModel(TokenIdsModel):
     """A functional model whose config is its builder arguments."""
 
     def _store_config(self, config):

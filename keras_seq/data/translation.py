@@ -394,6 +394,21 @@ def load_trans_de_en(path=TRANS_DE_EN_PATH, include_phrases=False):
     )
 
 
+def _check_utf8(path):
+    """Refuse a file that is not UTF-8, naming it and the first bad byte."""
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(
+            f"{path} is not valid UTF-8: undecodable bytes "
+            f"{data[error.start : error.end]!r} at byte {error.start} "
+            f"(line {line}); expected UTF-8 text with tab-separated pairs."
+        ) from None
+
+
 def load_tsv_pairs(path, source_column=0, target_column=1):
     """Reads (source, target) pairs from a tab-separated file.
 
@@ -405,7 +420,8 @@ def load_tsv_pairs(path, source_column=0, target_column=1):
     first 20, counted from 1) and how many there were.
 
     Args:
-        path: the file, UTF-8 (a byte-order mark is accepted).
+        path: the file, UTF-8 (a byte-order mark is accepted); a file in
+            another encoding raises a `ValueError` naming its first bad byte.
         source_column: index of the source column, from 0.
         target_column: index of the target column, from 0.
 
@@ -431,6 +447,7 @@ def load_tsv_pairs(path, source_column=0, target_column=1):
             f"{source_column} for both"
         )
     needed = max(source_column, target_column) + 1
+    _check_utf8(path)
     pairs = []
     malformed = []
     with open(path, encoding="utf-8-sig") as file:

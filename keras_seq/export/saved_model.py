@@ -8,7 +8,8 @@ WordPiece tokenizer (TensorFlow Text ops), truncates it to the model's
 `max_length`, decodes with the same cached loops as `model.generate` and
 detokenizes with TensorFlow string ops. No Python runs at serving time, and
 no input crashes it: an empty batch gives an empty batch, an empty (or
-blank) sentence gives an empty string, an over-long one is truncated.
+blank: no token at all) sentence gives an empty string, an over-long one
+is truncated.
 
 Loading needs only TensorFlow and TensorFlow Text:
 
@@ -21,7 +22,7 @@ import os
 
 import keras
 
-from keras_seq.text import END_ID, START_ID, detokenize_graph
+from keras_seq.text import END_ID, RESERVED_TOKENS, START_ID, detokenize_graph
 
 DEFAULT_VERSION = 1
 
@@ -32,6 +33,42 @@ def _require_tensorflow():
             "SavedModel export needs the TensorFlow backend "
             "(KERAS_BACKEND=tensorflow); the current backend is "
             f"{keras.backend.backend()!r}."
+        )
+
+
+def _check_model(model, builder, attributes):
+    """Refuse a model of another family before any graph is traced."""
+    missing = [name for name in attributes if not hasattr(model, name)]
+    if missing:
+        raise TypeError(
+            f"`model` must be a model of `zoo.{builder}`; received a "
+            f"{type(model).__name__} without {missing}."
+        )
+
+
+def _check_tokenizer(tokenizer, name, vocabulary_size):
+    """The tokenizer must give exactly the ids the model was built for.
+
+    A larger vocabulary would hand the served graph ids past the embedding
+    table, which fails at serving time, and a vocabulary without the
+    reserved tokens at ids 0..4 would pad, start and stop with wrong ids.
+    """
+    if not hasattr(tokenizer, "get_vocabulary"):
+        raise TypeError(
+            f"`{name}` must be a tokenizer of `keras_seq.text.make_tokenizer`; "
+            f"received {type(tokenizer).__name__}."
+        )
+    vocabulary = list(tokenizer.get_vocabulary())
+    if len(vocabulary) != vocabulary_size:
+        raise ValueError(
+            f"`{name}` has a vocabulary of {len(vocabulary)} tokens; the model "
+            f"expects {vocabulary_size}."
+        )
+    head = tuple(vocabulary[: len(RESERVED_TOKENS)])
+    if head != RESERVED_TOKENS:
+        raise ValueError(
+            f"`{name}` must start with the reserved tokens {list(RESERVED_TOKENS)} "
+            f"at ids 0..{len(RESERVED_TOKENS) - 1}; found {list(head)}."
         )
 
 
@@ -76,10 +113,17 @@ def _token_ids(tokenizer, sentences, max_length):
     return tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]])
 
 
-def _blank(sentences):
+def _blank(ids):
+    """(B, S) ids -> (B,) True where a sentence gave no token at all.
+
+    Asking the tokenizer, not `tf.strings.strip`: control characters,
+    zero-width spaces or a lone byte-order mark strip to nothing in the
+    tokenizer but not in ASCII `strip`, and would get a made-up
+    translation of an empty source.
+    """
     import tensorflow as tf
 
-    return tf.equal(tf.strings.length(tf.strings.strip(_clean(sentences))), 0)
+    return tf.reduce_all(tf.equal(ids, 0), axis=1)
 
 
 def _guard_empty_batch(sentences, compute, empty):
@@ -129,6 +173,9 @@ def export_translator(
     import tensorflow as tf
 
     _require_tensorflow()
+    _check_model(model, "build_translator", ("_check_generate_input", "_beam_search"))
+    _check_tokenizer(source_tokenizer, "source_tokenizer", model.source_vocabulary_size)
+    _check_tokenizer(target_tokenizer, "target_tokenizer", model.target_vocabulary_size)
     path = _version_dir(export_dir, version)
     max_new_tokens = model._check_generate_input(
         tf.zeros((1, 1), "int32"), max_new_tokens
@@ -144,7 +191,7 @@ def export_translator(
             sampler = generation.make_sampler("greedy")
             generated = model._generate(ids, sampler, max_new_tokens, START_ID, END_ID)
             text = detokenize_graph(target_tokenizer, generated)
-            return tf.where(_blank(sentences), "", text)
+            return tf.where(_blank(ids), "", text)
 
         return {
             "translations": _guard_empty_batch(
@@ -167,7 +214,7 @@ def export_translator(
             flat = tf.reshape(generated, [-1, max_new_tokens])
             text = detokenize_graph(target_tokenizer, flat)
             text = tf.reshape(text, [-1, num_return])
-            text = tf.where(_blank(sentences)[:, None], "", text)
+            text = tf.where(_blank(ids)[:, None], "", text)
             return text, tf.cast(scores, "float32")
 
         def empty():
@@ -211,13 +258,19 @@ def export_language_model(
     import tensorflow as tf
 
     _require_tensorflow()
-    path = _version_dir(export_dir, version)
+    _check_model(model, "build_language_model", ("_generate", "_check_prompt"))
     config = model.get_config()
-    prompt_length = config["max_length"] - max_new_tokens
-    if prompt_length < 1:
+    _check_tokenizer(tokenizer, "tokenizer", config["vocabulary_size"])
+    path = _version_dir(export_dir, version)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
         raise ValueError(
-            f"`max_new_tokens` must be below max_length={config['max_length']}; "
-            f"received {max_new_tokens}."
+            f"`max_new_tokens` must be an int; received {max_new_tokens!r}."
+        )
+    prompt_length = config["max_length"] - max_new_tokens
+    if max_new_tokens < 1 or prompt_length < 1:
+        raise ValueError(
+            f"`max_new_tokens` must be in [1, {config['max_length'] - 1}] "
+            f"(below max_length={config['max_length']}); received {max_new_tokens}."
         )
 
     def continue_prompts(prompts):
@@ -274,8 +327,14 @@ def export_classifier(
     import tensorflow as tf
 
     _require_tensorflow()
-    path = _version_dir(export_dir, version)
     config = model.get_config()
+    if "num_classes" not in config:
+        raise TypeError(
+            "`model` must be a model of `zoo.build_classifier`; received a "
+            f"{type(model).__name__} without `num_classes`."
+        )
+    _check_tokenizer(tokenizer, "tokenizer", config["vocabulary_size"])
+    path = _version_dir(export_dir, version)
     max_length = min(max_length or config["max_length"], config["max_length"])
     num_classes = config["num_classes"]
     class_names = list(class_names or [str(i) for i in range(num_classes)])

@@ -142,6 +142,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 "`token_ids` must have rank 2, shape (batch_size, "
                 f"sequence_length); received shape {tuple(token_ids_shape)}."
             )
+        # Checked here, not only by the position layer's build, so that the
+        # message names this layer's argument.
+        check_static_length(token_ids_shape[1], 0, self.max_length, name="token_ids")
         self.token_embedding = keras.layers.Embedding(
             self.vocabulary_size,
             self.embedding_dim,

@@ -105,6 +105,11 @@ def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
     if isinstance(vocabulary, (str, bytes)) or hasattr(vocabulary, "__fspath__"):
         tokens = load_vocabulary(vocabulary)
     else:
+        if not hasattr(vocabulary, "__iter__"):
+            raise TypeError(
+                "`vocabulary` must be a list of tokens or the path of a "
+                f"vocabulary file; received {type(vocabulary).__name__}."
+            )
         tokens = list(vocabulary)
         _check_tokens(tokens, "`vocabulary`")
     return keras_hub.tokenizers.WordPieceTokenizer(

@@ -290,7 +290,12 @@ def _check_tokens(tokens, name):
 
 
 def _check_texts(texts, name="texts"):
-    """`texts` as a list of str, refusing other types and an empty list."""
+    """`texts` as a list of str, refusing other types and an empty list.
+
+    Strings with unpaired surrogates (from `errors="surrogateescape"`
+    decoding, say) are refused too: TensorFlow holds UTF-8 bytes, which
+    cannot encode them.
+    """
     if isinstance(texts, (str, bytes)):
         raise TypeError(f"`{name}` must be a list of strings, not one string.")
     texts = list(texts)
@@ -302,4 +307,12 @@ def _check_texts(texts, name="texts"):
                 f"`{name}` must hold strings; item {index} is "
                 f"{type(text).__name__}: {text!r}."
             )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"`{name}` must hold valid Unicode text; item {index} has the "
+                f"unpaired surrogate {text[error.start]!r} at position "
+                f"{error.start}."
+            ) from None
     return texts

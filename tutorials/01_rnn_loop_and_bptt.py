@@ -1,0 +1,428 @@
+# %% [markdown]
+# # 01 · The RNN as a loop, unrolled, and trained through time
+#
+# What this shows: a Keras `SimpleRNN` is nothing more than the recursion of
+# Eq. (7.1)–(7.2) run over its own weights, which we check number for number;
+# the book's toy look-ahead model over an 8-word lexicon has exactly 748
+# parameters, and we train it; backpropagation through time (Eq. 7.6–7.11)
+# written out by hand gives the same gradients as `tf.GradientTape`; and, at
+# initialization, the gradient that reaches the first input shrinks
+# geometrically with the length T for SimpleRNN, LSTM and GRU (a path of T
+# Jacobians, Eq. 7.12), but only like 1/T for a Transformer encoder block,
+# whose path from any input to any output has constant length.
+
+# %%
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import pathlib
+import time
+
+import keras
+import matplotlib.pyplot as plt
+import numpy as np
+import tensorflow as tf
+
+import zoo
+from keras_seq.layers import TransformerEncoderBlock
+
+QUICK = os.environ.get("KERAS_SEQ_QUICK", "0") == "1"
+IMAGES = pathlib.Path.cwd().parent / "docs" / "images"
+keras.utils.set_random_seed(0)
+print(f"Keras {keras.__version__} on {keras.backend.backend()}; quick mode: {QUICK}")
+
+# %% [markdown]
+# ## 1. The recursion of Eq. (7.1)–(7.2)
+#
+# An RNN keeps a state $h^{(t)} \in \mathbb{R}^m$ and updates it with the same
+# function at every step, starting from $h^{(0)} = 0$:
+#
+# $$h^{(t)} = S_h\big(W_{hh} h^{(t-1)} + W_{hx} x^{(t)} + b_h\big), \qquad
+#   \hat y^{(t)} = S_y\big(W_{yh} h^{(t)} + b_y\big).$$
+#
+# Unrolling the loop, $h^{(t)} = f(\dots f(f(h^{(0)}, x^{(1)}), x^{(2)}) \dots,
+# x^{(t)})$ (Eq. 7.1). Keras stores the weights for row vectors
+# (`x @ kernel + h @ recurrent_kernel + bias`), so the book's matrices are the
+# transposes: $W_{hx}$ = `kernel.T` and $W_{hh}$ = `recurrent_kernel.T`. Below,
+# a short NumPy loop over those weights reproduces the layer.
+
+# %%
+p, m, T = 8, 20, 6  # input width, state width, sequence length
+rnn = keras.layers.SimpleRNN(m, return_sequences=True, name="simple_rnn")
+x = np.random.default_rng(0).normal(size=(3, T, p)).astype("float32")
+keras_states = keras.ops.convert_to_numpy(rnn(x))  # (B, T, m)
+
+W_hx = keras.ops.convert_to_numpy(rnn.cell.kernel).T  # (m, p)
+W_hh = keras.ops.convert_to_numpy(rnn.cell.recurrent_kernel).T  # (m, m)
+b_h = keras.ops.convert_to_numpy(rnn.cell.bias)  # (m,)
+
+
+def rnn_loop(x, W_hh, W_hx, b_h):
+    """Eq. (7.2) with S_h = tanh, one step at a time; returns all states."""
+    h = np.zeros((x.shape[0], W_hh.shape[0]))  # h(0) = 0, (B, m)
+    states, pre_activations = [], []
+    for t in range(x.shape[1]):
+        a = h @ W_hh.T + x[:, t] @ W_hx.T + b_h  # (B, m)
+        h = np.tanh(a)
+        states.append(h)
+        pre_activations.append(a)
+    return np.stack(states, axis=1), np.stack(pre_activations, axis=1)
+
+
+loop_states, _ = rnn_loop(x.astype("float64"), W_hh, W_hx, b_h)
+difference = np.abs(loop_states - keras_states).max()
+print(f"largest |keras - loop| over {loop_states.size} state entries: {difference:.1e}")
+np.testing.assert_allclose(loop_states, keras_states, atol=1e-5)
+
+# The same three weight tensors serve every step: the count does not grow with T.
+assert rnn.count_params() == m * m + m * p + m == 580
+print(f"SimpleRNN parameters for p = {p}, m = {m}: {rnn.count_params()} (any T)")
+
+# %% [markdown]
+# ## 2. The toy look-ahead model of Sec. 7.2: 748 parameters
+#
+# The lexicon has $d_V = 8$ words in alphabetical order, each one-hot encoded,
+# so $p = q = 8$; the state has $m = 20$ units and $S_y$ is a softmax. The count
+# is
+#
+# $$\underbrace{20 \times 20}_{W_{hh}} + \underbrace{20 \times 8}_{W_{hx}}
+#   + \underbrace{20}_{b_h} + \underbrace{8 \times 20}_{W_{yh}}
+#   + \underbrace{8}_{b_y} = 748.$$
+#
+# The model reads one-hot vectors directly, so it is three Keras layers: a
+# `Masking` layer (no weights; it lets shorter sentences be zero-padded), the
+# `SimpleRNN` and a softmax `Dense`.
+
+# %%
+LEXICON = [
+    "deep",
+    "engineering",
+    "learning",
+    "machine",
+    "mathematical",
+    "of",
+    "statistics",
+    "the",
+]
+d_V, m_toy = len(LEXICON), 20
+
+toy = keras.Sequential(
+    [
+        keras.Input((None, d_V)),
+        keras.layers.Masking(mask_value=0.0),
+        keras.layers.SimpleRNN(m_toy, return_sequences=True, name="state"),
+        keras.layers.Dense(d_V, activation="softmax", name="output"),
+    ],
+    name="toy_look_ahead",
+)
+book_count = m_toy * m_toy + m_toy * d_V + m_toy + d_V * m_toy + d_V
+assert toy.count_params() == book_count == 748
+print(f"toy model parameters: {toy.count_params()} (book: 748)")
+
+# %% [markdown]
+# `zoo.build_rnn_language_model` is built for real vocabularies: it reserves
+# token id 0 for padding and learns an embedding table instead of taking
+# one-hot vectors. With one layer of 20 SimpleRNN units and an 8-wide
+# embedding over the 8 words plus padding, the count is the book's 748 plus the
+# 9 × 8 embedding table and the 20 + 1 extra output weights for the padding
+# id. On one-hot inputs the embedding would be redundant anyway:
+# $W_{hx} E$ is again just a 20 × 8 matrix.
+
+# %%
+zoo_toy = zoo.build_rnn_language_model(
+    vocabulary_size=d_V + 1,
+    cell="simple",
+    units=m_toy,
+    num_layers=1,
+    embedding_dim=d_V,
+    dropout=0.0,
+)
+extra = (d_V + 1) * d_V + (m_toy + 1)  # embedding table + padding id's logit
+assert zoo_toy.count_params() == 748 + extra == 841
+print(
+    f"zoo.build_rnn_language_model equivalent: {zoo_toy.count_params()} = 748 + {extra}"
+)
+
+# %% [markdown]
+# We train the toy model for one-step look-ahead, $y^{(t)} = x^{(t+1)}$, with the
+# categorical cross-entropy of Eq. (7.4)–(7.5), on four sentences of the
+# lexicon. After "of" the next word is "deep" or "machine", and only the word
+# two or three steps back (engineering or statistics) tells which: the state has
+# to carry it.
+
+# %%
+SENTENCES = [
+    "the mathematical engineering of deep learning",
+    "the statistics of machine learning",
+    "the engineering of deep learning",
+    "the mathematical statistics of machine learning",
+]
+
+
+def one_hot_batch(sentences):
+    """Zero-padded one-hot inputs, next-word targets and a padding weight."""
+    ids = [[LEXICON.index(w) for w in s.split()] for s in sentences]
+    length = max(len(s) for s in ids) - 1
+    inputs = np.zeros((len(ids), length, d_V), "float32")
+    targets = np.zeros((len(ids), length), "int32")
+    weights = np.zeros((len(ids), length), "float32")
+    for row, sentence in enumerate(ids):
+        n = len(sentence) - 1
+        inputs[row, np.arange(n), sentence[:-1]] = 1.0
+        targets[row, :n] = sentence[1:]
+        weights[row, :n] = 1.0
+    return inputs, targets, weights
+
+
+inputs, targets, weights = one_hot_batch(SENTENCES)
+toy.compile(
+    optimizer=keras.optimizers.Adam(0.03), loss="sparse_categorical_crossentropy"
+)
+# One epoch of 300 identical full batches: the same as 300 epochs, without the
+# per-epoch overhead.
+full_batches = tf.data.Dataset.from_tensors((inputs, targets, weights)).repeat(300)
+start = time.time()
+toy.fit(full_batches, epochs=1, shuffle=False, verbose=0)
+loss = toy.evaluate(inputs, targets, sample_weight=weights, verbose=0)
+seconds = time.time() - start
+print(f"training loss after 300 full-batch steps: {loss:.3f} ({seconds:.1f} s)")
+
+predicted = keras.ops.convert_to_numpy(toy(inputs)).argmax(-1)  # (B, T)
+continuations = {}  # prefix -> the next words seen after it in training
+for sentence in SENTENCES:
+    words = sentence.split()
+    for t in range(1, len(words)):
+        continuations.setdefault(tuple(words[:t]), set()).add(words[t])
+for row, sentence in enumerate(SENTENCES):
+    words = sentence.split()
+    guesses = [LEXICON[i] for i in predicted[row, : len(words) - 1]]
+    marks = [
+        ""
+        if guess == word
+        else ("*" if len(continuations[tuple(words[: t + 1])]) > 1 else "!")
+        for t, (guess, word) in enumerate(zip(guesses, words[1:]))
+    ]
+    print(f"{sentence:<48} -> " + " ".join(g + k for g, k in zip(guesses, marks)))
+    assert "!" not in marks  # every next word that the prefix determines is right
+print("* = a miss where the training sentences continue the prefix in several ways")
+
+# %% [markdown]
+# The misses (marked `*`) are exactly where the training sentences disagree:
+# after "the" three words occur and after "the mathematical" two, so no model
+# can do better than pick one of them. Every "of" is
+# resolved correctly: the state remembers whether "engineering" or
+# "statistics" came two or three steps earlier. (Fig. 7.5 shows the book's
+# reading of the first sentence, also with one error.)
+#
+# ## 3. Backpropagation through time by hand, Eq. (7.6)–(7.11)
+#
+# Take the loss $C = u^\top h^{(T)}$ of the last state (any loss of the last
+# output reduces to this once $\partial C / \partial h^{(T)} = u$ is known). The
+# adjoints $\zeta^{(t)} = \partial C / \partial h^{(t)}$ run backwards with the
+# Jacobian of one step, Eq. (7.11):
+#
+# $$\zeta^{(T)} = u, \qquad \zeta^{(t)} = W_{hh}^\top\,
+#   \mathrm{diag}\big(\dot\sigma(a^{(t+1)})\big)\, \zeta^{(t+1)},\qquad
+#   a^{(t)} = W_{hh} h^{(t-1)} + W_{hx} x^{(t)} + b_h,$$
+#
+# and the shared weight collects a term from every step, Eq. (7.9)–(7.10):
+#
+# $$\frac{\partial C}{\partial W_{hh}} = \sum_{t=1}^{T}
+#   \mathrm{diag}\big(\dot\sigma(a^{(t)})\big)\, \zeta^{(t)}\, {h^{(t-1)}}^\top .$$
+#
+# The gradient with respect to the first input is
+# $W_{hx}^\top \mathrm{diag}(\dot\sigma(a^{(1)}))\,\zeta^{(1)}$. We compare both
+# with what `tf.GradientTape` computes on the Keras layer of Section 1.
+
+
+# %%
+def bptt_by_hand(x, u, W_hh, W_hx, b_h):
+    """Adjoints, dC/dW_hh and dC/dx(1) for C = u . h(T), one sequence."""
+    states, pre = rnn_loop(x[None], W_hh, W_hx, b_h)
+    states, pre = states[0], pre[0]  # (T, m)
+    previous = np.vstack([np.zeros((1, W_hh.shape[0])), states[:-1]])  # h(t-1)
+    slope = 1.0 - np.tanh(pre) ** 2  # sigma-dot(a(t)) for tanh, (T, m)
+    zeta = np.zeros_like(states)
+    zeta[-1] = u
+    for t in range(len(states) - 2, -1, -1):
+        zeta[t] = W_hh.T @ (slope[t + 1] * zeta[t + 1])  # Eq. (7.6), (7.11)
+    grad_W_hh = sum(np.outer(slope[t] * zeta[t], previous[t]) for t in range(len(zeta)))
+    grad_x1 = W_hx.T @ (slope[0] * zeta[0])
+    return zeta, grad_W_hh, grad_x1
+
+
+u = np.random.default_rng(1).normal(size=m)
+sequence = x[0].astype("float64")  # (T, p)
+zeta, grad_W_hh, grad_x1 = bptt_by_hand(sequence, u, W_hh, W_hx, b_h)
+
+x_tensor = tf.constant(x[:1])
+with tf.GradientTape() as tape:
+    tape.watch(x_tensor)
+    loss = tf.reduce_sum(rnn(x_tensor)[0, -1] * tf.constant(u, "float32"))
+tape_W, tape_x = tape.gradient(loss, [rnn.cell.recurrent_kernel, x_tensor])
+tape_W_hh = keras.ops.convert_to_numpy(tape_W).T  # back to the book's layout
+tape_x1 = keras.ops.convert_to_numpy(tape_x)[0, 0]
+
+np.testing.assert_allclose(grad_W_hh, tape_W_hh, rtol=1e-4, atol=1e-6)
+np.testing.assert_allclose(grad_x1, tape_x1, rtol=1e-4, atol=1e-6)
+print(f"dC/dW_hh: largest |hand - tape| = {np.abs(grad_W_hh - tape_W_hh).max():.1e}")
+print(f"dC/dx(1): largest |hand - tape| = {np.abs(grad_x1 - tape_x1).max():.1e}")
+print("adjoint norms |zeta(t)|, t = 1..T:", np.round(np.linalg.norm(zeta, axis=1), 3))
+
+# %% [markdown]
+# ## 4. Why the adjoints vanish or explode, Eq. (7.12)
+#
+# Dropping the activation, the bias and the inputs, the recursion is a matrix
+# power, $\zeta^{(t)} = (W_{hh}^\top)^{T-t} \zeta^{(T)}$, so its size follows the
+# largest eigenvalue modulus $\rho$ of $W_{hh}$: it decays like $\rho^{T-t}$
+# when $\rho < 1$ and grows when $\rho > 1$. Keras initializes
+# `recurrent_kernel` orthogonally, which puts every eigenvalue on the unit
+# circle, exactly at the boundary; each $\tanh$ slope $\dot\sigma \le 1$ then
+# tips the product towards vanishing.
+
+# %%
+eigenvalues = np.linalg.eigvals(W_hh)
+print(
+    f"|eigenvalues| of the initial W_hh: min {np.abs(eigenvalues).min():.4f}, "
+    f"max {np.abs(eigenvalues).max():.4f}"
+)
+np.testing.assert_allclose(np.abs(eigenvalues), 1.0, atol=1e-5)
+
+steps = np.arange(0, 101)
+fig, ax = plt.subplots(figsize=(6, 3.5))
+for rho in (0.9, 1.0, 1.1):
+    W = rho * W_hh
+    norms, z = [], u.copy()
+    for _ in steps:
+        norms.append(np.linalg.norm(z))
+        z = W.T @ z
+    ax.semilogy(steps, norms, label=f"linear, $\\rho$ = {rho}")
+    if rho != 1.0:
+        # The linear recursion changes the norm by exactly rho per step.
+        np.testing.assert_allclose(norms[-1] / norms[0], rho**100, rtol=1e-4)
+ax.set(
+    title="Eq. (7.12): $\\|(W_{hh}^T)^{k}\\zeta\\|$, orthogonal $W_{hh}$ times $\\rho$",
+    xlabel="steps back in time, k = T - t",
+    ylabel="adjoint norm",
+)
+ax.legend()
+plt.show()
+print(
+    f"after 100 steps: rho = 0.9 gives {0.9**100:.1e}, rho = 1.1 gives {1.1**100:.1e}"
+)
+
+# %% [markdown]
+# ## 5. The gradient of the last output with respect to the first input
+#
+# The quantity that decides whether a model can learn that $x^{(1)}$ matters
+# for $\hat y^{(T)}$ is the Jacobian $\partial y^{(T)} / \partial x^{(1)}$. In an
+# RNN it is a product of $T$ one-step Jacobians, a path of length
+# $\mathcal{O}(T)$; in a self-attention block every output reads every input
+# directly, a path of length $\mathcal{O}(1)$:
+#
+# | layer | parameters | sequential steps | path length |
+# |---|---|---|---|
+# | RNN (Simple, LSTM, GRU) | $\mathcal{O}(d^2)$ | $\mathcal{O}(T)$ | $\mathcal{O}(T)$ |
+# | self-attention | $\mathcal{O}(d^2)$ | $\mathcal{O}(1)$ | $\mathcal{O}(1)$ |
+#
+# We measure $\lVert \partial y^{(T)} / \partial x^{(1)} \rVert_F$ at
+# initialization for width $d = 32$ and random $\mathcal{N}(0, 1)$ inputs: a
+# `SimpleRNN`, an `LSTM` and a `GRU` (their final state) and a
+# `keras_seq.layers.TransformerEncoderBlock` (its last position). One backward
+# pass per length estimates the Frobenius norm: for
+# $v \sim \mathcal{N}(0, I)$, $\mathbb{E}\lVert J^\top v \rVert^2 = \lVert J
+# \rVert_F^2$, averaged over a batch of 16 sequences. Everything runs in
+# float64 so the smallest values do not underflow.
+
+# %%
+D, BATCH = 32, 16
+LENGTHS = (
+    [2, 5, 13, 32, 80, 200] if QUICK else [2, 3, 5, 8, 13, 20, 32, 50, 80, 125, 200]
+)
+keras.utils.set_random_seed(0)
+models = {
+    "SimpleRNN": keras.layers.SimpleRNN(D, dtype="float64"),
+    "LSTM": keras.layers.LSTM(D, dtype="float64"),
+    "GRU": keras.layers.GRU(D, dtype="float64"),
+    "Transformer block": TransformerEncoderBlock(
+        num_heads=4, ff_dim=64, dtype="float64"
+    ),
+}
+
+
+def last_output(name, sequence):
+    if name == "Transformer block":
+        return models[name](sequence)[:, -1]  # (B, D): the last position
+    return models[name](sequence)  # (B, D): the final state h(T)
+
+
+def first_input_gradient_norm(name, length, rng):
+    x = tf.constant(rng.normal(size=(BATCH, length, D)))
+    v = tf.constant(rng.normal(size=(BATCH, D)))
+    first, rest = x[:, :1], x[:, 1:]
+    with tf.GradientTape() as tape:
+        tape.watch(first)
+        y = last_output(name, tf.concat([first, rest], axis=1))
+        projected = tf.reduce_sum(v * y)
+    g = tape.gradient(projected, first)[:, 0]  # (B, D) = J^T v per sequence
+    return float(tf.sqrt(tf.reduce_mean(tf.reduce_sum(g * g, axis=-1))))
+
+
+start = time.time()
+norms = {name: [] for name in models}
+for length in LENGTHS:
+    for name in models:
+        rng = np.random.default_rng(length)  # the same inputs for every model
+        norms[name].append(first_input_gradient_norm(name, length, rng))
+seconds = time.time() - start
+print(f"measured {len(LENGTHS)} lengths x {len(models)} models in {seconds:.1f} s")
+print("T      " + "".join(f"{name:>19}" for name in models))
+for i, length in enumerate(LENGTHS):
+    print(f"{length:<7}" + "".join(f"{norms[name][i]:19.2e}" for name in models))
+
+# %%
+lengths = np.array(LENGTHS, dtype="float64")
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for name, values in norms.items():
+    ax.semilogy(lengths, values, "o-", label=name, markersize=4)
+ax.semilogy(
+    lengths, norms["Transformer block"][0] * lengths[0] / lengths, "k:", label="∝ 1/T"
+)
+ax.set(
+    title="Gradient reaching the first input: path length O(T) against O(1)",
+    xlabel="sequence length T",
+    ylabel=r"$\|\partial y^{(T)} / \partial x^{(1)}\|_F$ (at initialization)",
+)
+ax.legend()
+ax.grid(True, which="major", alpha=0.3)
+fig.tight_layout()
+if not QUICK:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    fig.savefig(IMAGES / "tutorial_01_gradient_vs_length.png", dpi=110)
+plt.show()
+
+# %% [markdown]
+# On the semi-log axes the three recurrent layers fall on straight lines: the
+# gradient shrinks by a constant factor per step, as a product of $T$
+# Jacobians does. We read that factor off the slope between T = 13 and the
+# longest length, and compare it with the Transformer block, whose gradient
+# only thins out like 1/T because the attention weights of the last position
+# spread over T keys.
+
+# %%
+first = LENGTHS.index(13)
+for name, values in norms.items():
+    span = LENGTHS[-1] - LENGTHS[first]
+    per_step = (values[-1] / values[first]) ** (1.0 / span)
+    ratio = values[-1] / values[0]
+    print(
+        f"{name:<18} per-step factor {per_step:.3f}; "
+        f"norm(T={LENGTHS[-1]}) / norm(T=2) = {ratio:.1e}"
+    )
+    if name == "Transformer block":
+        # Within a factor of 4 of 1/T scaling over a 100-fold range of T.
+        assert 1 / 4 < ratio / (LENGTHS[0] / LENGTHS[-1]) < 4
+    else:
+        assert per_step < 0.9 and ratio < 1e-10
