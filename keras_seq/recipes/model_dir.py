@@ -35,6 +35,12 @@ def save_model_dir(output_dir, family, model, run):
         json.dump({"family": family, **run}, file, indent=2, ensure_ascii=False)
 
 
+def _vocabulary_keys(family):
+    if family in TRANSLATORS:
+        return ("source_vocabulary_size", "target_vocabulary_size")
+    return ("vocabulary_size",)
+
+
 def _vocabulary_sizes(family, config):
     if family in TRANSLATORS:
         return {
@@ -72,16 +78,34 @@ def load_model_dir(model_dir):
                 "expected a directory written by `keras-seq train` or "
                 "`keras-seq demo`."
             )
-    with open(run_path, encoding="utf-8") as file:
-        run = json.load(file)
+    try:
+        with open(run_path, encoding="utf-8") as file:
+            run = json.load(file)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{run_path} is not a JSON file: {error}") from None
+    if not isinstance(run, dict):
+        raise ValueError(
+            f"{run_path} must hold a JSON object with a `family`; received "
+            f"a {type(run).__name__}."
+        )
     family = run.get("family")
     if family not in FAMILIES:
         raise ValueError(
             f"{run_path}: `family` must be one of {FAMILIES}; received {family!r}."
         )
-    model = keras.saving.load_model(model_path, safe_mode=True)
+    try:
+        model = keras.saving.load_model(model_path, safe_mode=True)
+    except ValueError as error:
+        raise ValueError(f"{model_path}: {error}") from None
+    config = model.get_config()
+    needed = _vocabulary_keys(family)
+    if not all(key in config for key in needed):
+        raise ValueError(
+            f"{run_path} names the family {family!r}, but {model_path} holds a "
+            f"{type(model).__name__}, which is not one."
+        )
     tokenizers = {}
-    for name, size in _vocabulary_sizes(family, model.get_config()).items():
+    for name, size in _vocabulary_sizes(family, config).items():
         vocabulary = text.load_vocabulary(
             os.path.join(model_dir, name), expected_size=size
         )
