@@ -111,3 +111,19 @@ def test_loss_sample_weights_weight_examples():
     loss = MaskedSparseCategoricalCrossentropy()
     only_first = float(loss(labels, logits, sample_weight=np.array([1.0, 0.0])))
     assert only_first == pytest.approx(float(loss(labels[:1], logits[:1])), rel=1e-5)
+
+
+def test_translate_texts_gives_blank_sentences_an_empty_translation():
+    import zoo
+    from keras_seq import text
+    from keras_seq.recipes.translation import translate_texts
+
+    vocabulary = list(text.RESERVED_TOKENS) + ["w1", "w2", "."]
+    tokenizer = text.make_tokenizer(vocabulary)
+    keras.utils.set_random_seed(0)
+    model = zoo.build_translator("tiny", vocabulary_size=len(vocabulary))
+    translations = translate_texts(
+        model, tokenizer, tokenizer, ["", "   ", "w1 w2.", "\t"], max_new_tokens=4
+    )
+    assert translations[0] == translations[1] == translations[3] == ""
+    assert len(translations) == 4 and isinstance(translations[2], str)

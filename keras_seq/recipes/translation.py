@@ -102,7 +102,8 @@ def translate_texts(
     `strategy="beam", beam_width=4`).
 
     Sentences are sorted by length and each batch is padded to a bucket
-    length, which keeps the number of compiled loops small.
+    length, which keeps the number of compiled loops small. A sentence with
+    no tokens (empty, blank) translates to "".
     """
     if not texts:
         return []
@@ -124,7 +125,8 @@ def translate_texts(
         )
         decoded = text.detokenize(target_tokenizer, np.asarray(generated))
         for row, i in enumerate(chosen):
-            outputs[i] = decoded[row]
+            # A sentence with no tokens translates to "", as served models do.
+            outputs[i] = decoded[row] if ids[i] else ""
     return outputs
 
 
