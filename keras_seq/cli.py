@@ -392,8 +392,23 @@ def _serve(path, sentences):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
-    served = tf.saved_model.load(_latest_version(path))
-    signature = served.signatures["serving_default"]
+    version = _latest_version(path)
+    try:
+        served = tf.saved_model.load(version)
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error) else ""
+        raise UserError(
+            f"--saved-model {path}: cannot load {version}/saved_model.pb "
+            f"({type(error).__name__}: {first_line})"
+        ) from None
+    signature = served.signatures.get("serving_default")
+    if signature is None or "translations" not in signature.structured_outputs:
+        outputs = sorted(signature.structured_outputs) if signature else []
+        raise UserError(
+            f"--saved-model {path}: its serving_default signature maps "
+            f"`sentences` to {outputs}; expected `translations` (an exported "
+            "translator)."
+        )
     batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
     result = signature(sentences=batch)
     return [t.decode("utf-8") for t in result["translations"].numpy()]
