@@ -18,7 +18,12 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from zoo import presets as presets_lib
-from zoo.common import check_positive_int, final_norm, resolve_config
+from zoo.common import (
+    TokenIdsModel,
+    check_positive_int,
+    final_norm,
+    resolve_config,
+)
 
 DEFAULTS = {
     "source_vocabulary_size": 8000,
@@ -42,7 +47,7 @@ DEFAULTS = {
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class Translator(keras.Model):
+class Translator(TokenIdsModel):
     """An encoder-decoder Transformer that maps source ids to target logits.
 
     The encoder embeds the source (token plus position, Eq. 7.30) and runs
@@ -450,7 +455,9 @@ class Translator(keras.Model):
                 f"`token_ids` has length {token_ids.shape[1]}; the model's "
                 f"max_length is {self.max_length}."
             )
-        max_new_tokens = max_new_tokens or self.max_length - 1
+        if max_new_tokens is None:
+            max_new_tokens = self.max_length - 1
+        check_positive_int(max_new_tokens, "max_new_tokens")
         if not 0 < max_new_tokens < self.max_length:
             raise ValueError(
                 f"`max_new_tokens` must be in [1, {self.max_length - 1}] "
