@@ -62,7 +62,7 @@ else:
     # per CPU minute than the presets' 8,000 tokens and 128 positions.
     MASKED_LM = {
         "preset": "small",
-        "epochs": 3,
+        "epochs": 2,
         "minutes": 10.0,
         "vocabulary_size": 4000,
         "max_length": 48,
@@ -220,10 +220,10 @@ for sentence, word in probes:
 show_table(["sentence (hidden word)", "top-5 fills (probability)"], rows)
 
 # %% [markdown]
-# In the full run (three epochs, 17% of masked tokens right on validation
-# sentences) the model has learned which *kind* of token fits a slot: it
-# offers articles and pronouns where a noun phrase starts, verbs right
-# after a subject (even in "she lives [in] a small house", where it
+# In the full run (two epochs, about 15% of masked tokens right on
+# validation sentences) the model has learned which *kind* of token fits a
+# slot: it offers pronouns and articles where a noun phrase starts, verbs
+# right after a subject (even in "she lives [in] a small house", where it
 # proposes "is", "has", "was"), and "to" among its first three guesses in
 # "we have [to] leave". Content words such as "waste" or "funny" need much
 # more training; BERT saw billions of words.
@@ -358,12 +358,12 @@ plt.show()
 
 # %% [markdown]
 # The self-supervised vectors do not separate opinions: in the full run a
-# snippet's nearest neighbour shares its sentiment about as often as a
-# random snippet would (about 50%), and most search results above have
-# little to do with their queries. The classifier's pooled vectors, trained
-# on the labels, agree in about 70% of cases. Sentence embeddings that rank
-# by meaning need far more text and training than a few CPU minutes, and
-# usually a contrastive objective on top.
+# snippet's nearest neighbour shares its sentiment hardly more often than a
+# random snippet would (within a few points of 50%), and most search
+# results above have little to do with their queries. The classifier's
+# pooled vectors, trained on the labels, agree in about 70% of cases.
+# Sentence embeddings that rank by meaning need far more text and training
+# than a few CPU minutes, and usually a contrastive objective on top.
 #
 # ## 4 · Generation: a decoder-only language model
 #
