@@ -515,6 +515,32 @@ def _evaluate(args):
     return 0
 
 
+def _bench(args):
+    """Run `benchmarks/run.py` of this source tree with the given options."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(root, "benchmarks", "run.py")
+    if not os.path.exists(path):
+        raise UserError(
+            f"the benchmarks are not installed ({path} is missing); run "
+            "`keras-seq bench` from a source checkout of keras-seq"
+        )
+    spec = importlib.util.spec_from_file_location("keras_seq_benchmarks_run", path)
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    argv = ["--quick"] if args.quick else []
+    for flag, value in (("--repeats", args.repeats), ("--output-dir", args.output_dir)):
+        if value is not None:
+            argv += [flag, str(value)]
+    for flag, values in (("--backends", args.backends), ("--configs", args.configs)):
+        if values:
+            argv += [flag, *values]
+    argv += [] if args.memory else ["--no-memory"]
+    argv += [] if args.torch else ["--no-torch"]
+    return run.main(argv)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-seq", description="Sequence models for Keras 3."
@@ -613,6 +639,18 @@ def build_parser():
     evaluate.add_argument("--model-dir", required=True)
     evaluate.add_argument("--data", default=None, help="default: the training data")
     evaluate.set_defaults(run=_evaluate)
+
+    bench = commands.add_parser(
+        "bench", help="benchmark against the peers; writes benchmarks/results/"
+    )
+    bench.add_argument("--repeats", type=int, default=None, help="default 5")
+    bench.add_argument("--backends", nargs="+", default=None)
+    bench.add_argument("--configs", nargs="+", default=None, help="small base")
+    bench.add_argument("--output-dir", default=None)
+    bench.add_argument("--quick", action="store_true", help="tiny sizes, once")
+    bench.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
+    bench.add_argument("--torch", action=argparse.BooleanOptionalAction, default=True)
+    bench.set_defaults(run=_bench)
     return parser
 
 

@@ -225,24 +225,26 @@ class Translator(TokenIdsModel):
         """Keys and values of z* for every decoder block, computed once.
 
         Returns:
-            (num_decoder_layers, B, 2, S, N, H).
+            A tuple with one (B, 2, S, N, H) cache per decoder block.
         """
-        return ops.stack(
-            [b.compute_cross_attention_cache(encoded) for b in self.decoder_blocks]
+        return tuple(
+            b.compute_cross_attention_cache(encoded) for b in self.decoder_blocks
         )
 
     def empty_self_attention_caches(self, batch_size, length):
-        """Zeroed self-attention caches, (num_decoder_layers, B, 2, L, N, H)."""
+        """Zeroed self-attention caches, one (B, 2, L, N, H) per block.
+
+        A tuple of separate tensors, not one stacked tensor: a compiled
+        decoding loop then updates each in place, where slicing a block's
+        cache out of a stack and stacking the results again copied every
+        cache at every step.
+        """
         attention = self.decoder_blocks[0]._self_attention
-        shape = (
-            self.num_decoder_layers,
-            batch_size,
-            2,
-            length,
-            attention.num_heads,
-            attention.key_dim,
+        shape = (batch_size, 2, length, attention.num_heads, attention.key_dim)
+        return tuple(
+            ops.zeros(shape, dtype=self.compute_dtype)
+            for _ in range(self.num_decoder_layers)
         )
-        return ops.zeros(shape, dtype=self.compute_dtype)
 
     def decode_step(
         self, token_ids, index, encoded, source_mask, self_caches, cross_caches
@@ -253,7 +255,7 @@ class Translator(TokenIdsModel):
             token_ids: (B, 1) the previous output token.
             index: its position in the target.
             encoded, source_mask: from `encode`.
-            self_caches, cross_caches: stacked per-block caches.
+            self_caches, cross_caches: tuples of per-block caches.
 
         Returns:
             (B, V) logits of the next token and the updated self caches.
@@ -271,7 +273,7 @@ class Translator(TokenIdsModel):
             )
             updated.append(cache)
         logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
-        return logits[:, 0, :], ops.stack(updated)
+        return logits[:, 0, :], tuple(updated)
 
     def cross_attention_weights(self, encoder_token_ids, decoder_token_ids):
         """Cross-attention weights of the last decoder block, as in Fig. 7.11.
@@ -322,7 +324,9 @@ class Translator(TokenIdsModel):
             strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
                 `"beam"` (`beam_width`, `length_penalty`; the best of
                 `beam_search`).
-            start_token_id, end_token_id: the target's special tokens.
+            start_token_id, end_token_id: the target's special tokens;
+                `end_token_id=None` decodes exactly `max_new_tokens` tokens
+                (greedy and sampling).
 
         Returns:
             (B, max_new_tokens) int32 ids; each row ends with its end token
@@ -430,7 +434,8 @@ class Translator(TokenIdsModel):
             )
 
         def reorder(caches, rows):
-            return ops.take(caches, rows, axis=1)  # (L, B*K, 2, M, N, H)
+            # Each (B*K, 2, M, N, H).
+            return tuple(ops.take(cache, rows, axis=0) for cache in caches)
 
         return generation.beam_search(
             step,
@@ -487,8 +492,12 @@ class Translator(TokenIdsModel):
             cache=self_caches,
             index=1,
             mask=given,
-            stop_token_ids=[end_token_id],
+            # Without an end token the loop runs `max_new_tokens` steps and
+            # skips the per-step check of the whole buffer.
+            stop_token_ids=None if end_token_id is None else [end_token_id],
         )
+        if end_token_id is None:
+            return buffer[:, 1:]
         return generation.zero_after_end(buffer[:, 1:], end_token_id)
 
     def get_config(self):

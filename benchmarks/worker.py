@@ -1,0 +1,170 @@
+"""Every measurement of one Keras backend, in one process.
+
+Run by `benchmarks/run.py` once per backend (`KERAS_BACKEND` is fixed per
+process); writes one JSON file. Inside, implementations are timed
+round-robin (`timing.interleaved`).
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+
+from benchmarks import config as config_lib  # noqa: E402
+from benchmarks import decoding, peers_torch, serving, timing, training  # noqa: E402
+
+
+def _quiet():
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.get_logger().setLevel(logging.ERROR)
+
+
+def _versions(with_torch):
+    import keras_hub
+    import numpy as np
+
+    versions = {
+        "python": platform.python_version(),
+        "keras": keras.__version__,
+        "keras_hub": keras_hub.__version__,
+        "numpy": np.__version__,
+    }
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        versions["tensorflow"] = tf.__version__
+    else:
+        import jax
+
+        versions["jax"] = jax.__version__
+    if with_torch:
+        import torch
+
+        versions["torch"] = torch.__version__
+    return versions
+
+
+def _log(message):
+    print(f"[{keras.backend.backend()}] {message}", file=sys.stderr, flush=True)
+
+
+def run(args):
+    """All stages asked for; returns the JSON-ready result."""
+    backend = keras.backend.backend()
+    with_torch = args.torch and peers_torch.available()
+    result = {
+        "backend": backend,
+        "versions": _versions(with_torch),
+        "load": {"start": timing.load_average()},
+        "repeats": args.repeats,
+        "seconds": {},
+    }
+    began = time.perf_counter()
+    stages = set(args.stages.split(","))
+    if "matmul" in stages:
+        _log("float32 matmul rate")
+        result["matmul"] = timing.matmul_rates(
+            sizes=tuple(args.matmul_sizes), torch_too=with_torch
+        )
+    for name in args.configs:
+        if "training" not in stages:
+            break
+        config = config_lib.CONFIGS[name]
+        _log(f"training, {name}")
+        stage_began = time.perf_counter()
+        result.setdefault("training", {})[name] = training.measure(
+            config,
+            args.repeats,
+            implementations=tuple(args.implementations),
+            with_torch=with_torch,
+            xla=args.xla or config["xla"],
+        )
+        result["seconds"][f"training {name}"] = time.perf_counter() - stage_began
+    config = config_lib.CONFIGS[args.decoding_config]
+    if "decoding" in stages:
+        _log(f"decoding, {args.decoding_config}")
+        stage_began = time.perf_counter()
+        result["decoding_agrees"] = decoding.check_agreement(config)
+        decoded = decoding.measure(
+            config,
+            args.repeats,
+            batch_sizes=tuple(args.batch_sizes),
+            new_tokens=args.new_tokens,
+            with_torch=with_torch,
+            min_seconds=args.min_seconds,
+        )
+        # JSON keys are strings: "implementation | method".
+        result["decoding"] = {
+            batch: {" | ".join(key): row for key, row in rows.items()}
+            for batch, rows in decoded.items()
+        }
+        result["seconds"]["decoding"] = time.perf_counter() - stage_began
+    if "serving" in stages and backend == "tensorflow":
+        _log("serving")
+        stage_began = time.perf_counter()
+        result["serving"] = serving.measure(
+            config,
+            args.repeats,
+            batch_sizes=tuple(args.batch_sizes),
+            new_tokens=args.new_tokens,
+            min_seconds=args.min_seconds,
+        )
+        result["seconds"]["serving"] = time.perf_counter() - stage_began
+    result["load"]["end"] = timing.load_average()
+    result["seconds"]["total"] = time.perf_counter() - began
+    return result
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--configs", nargs="*", default=["small"])
+    parser.add_argument("--decoding-config", default="small")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--new-tokens", type=int, default=decoding.NEW_TOKENS)
+    parser.add_argument("--min-seconds", type=float, default=0.3)
+    parser.add_argument(
+        "--matmul-sizes", type=int, nargs="+", default=[512, 1024, 2048]
+    )
+    parser.add_argument(
+        "--xla",
+        choices=("both", "on", "off"),
+        default=None,
+        help="TensorFlow; default: the configuration's",
+    )
+    parser.add_argument(
+        "--implementations",
+        nargs="*",
+        default=[training.OURS, *training.KERAS_PEERS],
+        help="the Keras implementations to train",
+    )
+    parser.add_argument("--stages", default="matmul,training,decoding,serving")
+    parser.add_argument("--torch", action=argparse.BooleanOptionalAction, default=True)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    _quiet()
+    result = run(args)
+    with open(args.output, "w", encoding="utf-8") as file:
+        json.dump(result, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
