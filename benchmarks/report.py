@@ -254,13 +254,13 @@ def targets_section(results, peak, cpu_peak=None):
             cpu = _cpu_ratio(rows)
             if OURS in best and peers:
                 ratio = best[OURS] / max(peers.values())
-                spread = max(peers.values()) / min(peers.values()) - 1
+                slowest = min(peers.values()) / max(peers.values())
                 verdict = _verdict(ratio >= TRAINING_TARGET)
                 lines.append(
                     f"- Training, `small`, {backend}: ours {ratio:.2f}x the fastest "
                     f"peer (target {TRAINING_TARGET}x): {verdict} ({cpu:.2f}x by "
-                    "processor time); the peers' best figures lie within "
-                    f"{100 * spread:.0f}% of each other."
+                    "processor time); the slowest peer runs at "
+                    f"{100 * slowest:.0f}% of the fastest's speed."
                 )
             if peak and OURS in best:
                 flops = max(
@@ -409,3 +409,13 @@ def render(results):
         memory_section(results),
     ]
     return "\n".join(s for s in sections if s)
+
+
+if __name__ == "__main__":
+    # Re-render the tables from a results file:
+    # `python -m benchmarks.report benchmarks/results/benchmarks.json`.
+    import json
+    import sys
+
+    with open(sys.argv[1], encoding="utf-8") as file:
+        print(render(json.load(file)))

@@ -186,7 +186,8 @@ def main(argv=None):
     began = time.perf_counter()
     results = {
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
-        "command": "python benchmarks/run.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python benchmarks/run.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": _machine(),
         "load": {"start": timing.load_average()},
         "backends": {},

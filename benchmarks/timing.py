@@ -63,19 +63,28 @@ def interleaved(candidates, repeats, warmup=1, min_seconds=0.0):
     }
 
 
-def _best_rate(multiply, sizes, repeats):
-    """(best FLOP/s, best FLOPs per processor-second) over `sizes`."""
+def _best_rate(multiply, sizes, repeats, min_seconds=0.3):
+    """(best FLOP/s, best FLOPs per processor-second) over `sizes`.
+
+    Each repetition repeats the product for at least `min_seconds`: the
+    processor time of one short call is not reliable (JAX's worker threads
+    had not been charged for a single 512 x 512 product when it returned,
+    which gave a rate ten times the wall-clock one).
+    """
     best, best_cpu = 0.0, 0.0
     for n in sizes:
         run = multiply(n)
         run()  # Warm-up: allocation, compilation.
+        once = _seconds(run)
+        calls = max(1, math.ceil(min_seconds / max(once, 1e-6)))
         for _ in range(repeats):
             began, cpu_began = time.perf_counter(), time.process_time()
-            run()
+            for _ in range(calls):
+                run()
             seconds = time.perf_counter() - began
             cpu_seconds = max(time.process_time() - cpu_began, 1e-9)
-            best = max(best, 2 * n**3 / seconds)
-            best_cpu = max(best_cpu, 2 * n**3 / cpu_seconds)
+            best = max(best, 2 * n**3 * calls / seconds)
+            best_cpu = max(best_cpu, 2 * n**3 * calls / cpu_seconds)
     return best, best_cpu
 
 
