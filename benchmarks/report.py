@@ -411,11 +411,48 @@ def render(results):
     return "\n".join(s for s in sections if s)
 
 
-if __name__ == "__main__":
-    # Re-render the tables from a results file:
-    # `python -m benchmarks.report benchmarks/results/benchmarks.json`.
-    import json
-    import sys
+README_START = "<!-- benchmarks:start -->"
+README_END = "<!-- benchmarks:end -->"
 
-    with open(sys.argv[1], encoding="utf-8") as file:
-        print(render(json.load(file)))
+
+def update_readme(path, markdown):
+    """Replace the text between README's benchmark markers with `markdown`.
+
+    The report's own "## Benchmarks" title is left out: README gives the
+    section its title.
+    """
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{path} has no {README_START} ... {README_END} markers")
+    body = (
+        markdown.split("\n", 1)[1].strip() if markdown.startswith("## ") else markdown
+    )
+    body = body.replace("\n### ", "\n#### ")  # One level below README's section.
+    if body.startswith("### "):
+        body = "#" + body
+    head, rest = text.split(README_START, 1)
+    tail = rest.split(README_END, 1)[1]
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(f"{head}{README_START}\n{body}\n{README_END}{tail}")
+
+
+def main(argv=None):
+    """`python -m benchmarks.report RESULTS.json [--readme README.md]`."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("results", help="benchmarks.json written by run.py")
+    parser.add_argument("--readme", help="also update this file between its markers")
+    args = parser.parse_args(argv)
+    with open(args.results, encoding="utf-8") as file:
+        markdown = render(json.load(file))
+    print(markdown)
+    if args.readme:
+        update_readme(args.readme, markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -68,3 +68,23 @@ def test_cli_has_a_bench_command():
     args = cli.build_parser().parse_args(["bench", "--quick", "--no-memory"])
     assert args.run is cli._bench and args.quick and not args.memory
     assert sys.executable
+
+
+def test_report_replaces_only_the_text_between_readme_markers(tmp_path):
+    from benchmarks import report
+
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# x\n\n## Results\n\nbefore\n<!-- benchmarks:start -->\nold\n"
+        "<!-- benchmarks:end -->\nafter\n"
+    )
+    report.update_readme(
+        str(readme), "## Benchmarks\n\nintro\n\n### Targets\n\n- one\n"
+    )
+    assert readme.read_text() == (
+        "# x\n\n## Results\n\nbefore\n<!-- benchmarks:start -->\nintro\n\n"
+        "#### Targets\n\n- one\n<!-- benchmarks:end -->\nafter\n"
+    )
+    readme.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        report.update_readme(str(readme), "## Benchmarks\n")
