@@ -135,6 +135,33 @@ def training_batch(config, seed=0):
     return inputs, labels.astype("int32")
 
 
+def bucket_length(config):
+    """The length `keras_seq.text`'s pipeline pads this batch shape to.
+
+    `make_translation_dataset` pads every batch to the smallest bucket
+    boundary (`default_bucket_boundaries(max_length)`: 8, 16, 24, 40, 64
+    for `small`) that holds its longest pair, here the `real_length`
+    tokens of every row: 24 of the 32 for `small`.
+    """
+    from keras_seq.text.pipelines import default_bucket_boundaries
+
+    real = real_length(config["length"])
+    boundaries = default_bucket_boundaries(config["max_length"])
+    return min(next(b for b in boundaries if b >= real), config["length"])
+
+
+def bucketed_training_batch(config, seed=0):
+    """`training_batch` as keras-seq's length-bucketed pipeline feeds it.
+
+    The same ids, with the columns past `bucket_length` (padding in every
+    row) left out: the peers' recipes pad every batch to the fixed
+    length, keras-seq's pipeline to the bucket of the longest pair.
+    """
+    inputs, labels = training_batch(config, seed)
+    n = bucket_length(config)
+    return {key: value[:, :n] for key, value in inputs.items()}, labels[:, :n]
+
+
 def target_tokens_per_step(config):
     """Real (not padding) target tokens in one training batch."""
     return config["batch_size"] * real_length(config["length"])
@@ -153,7 +180,7 @@ def matmul_weights(config):
     return encoder, decoder, d * config["target_vocabulary_size"]
 
 
-def training_flops(config):
+def training_flops(config, length=None):
     """FLOPs of one training step (forward and backward).
 
     6 x matmul weights x tokens (2 for the forward matmul, 4 for the two
@@ -162,9 +189,11 @@ def training_flops(config):
     every position the step computes, padding included, because every
     implementation computes them: B x S for the encoder, B x T for the
     decoder and the output layer. Causal attention is counted in full
-    (T x T), as the implementations compute it.
+    (T x T), as the implementations compute it. `length` (default the
+    configuration's) is the batch's source and target length: the FLOPs of
+    a bucketed batch count only the columns it has.
     """
-    b, n = config["batch_size"], config["length"]
+    b, n = config["batch_size"], length or config["length"]
     d = config["model_dim"]
     encoder, decoder, output = matmul_weights(config)
     dense = 6 * (encoder * b * n + (decoder + output) * b * n)

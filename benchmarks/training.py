@@ -8,6 +8,13 @@ cross-entropy: ours with its own loss and label smoothing 0.1
 PyTorch trains the same way in an eager loop. One timed repetition is
 `config["steps"]` steps; the figures are target tokens per second (real
 tokens, padding left out) and model FLOP/s (`config.training_flops`).
+
+Every implementation trains on the configuration's batch, padded to its
+fixed length as the peers' recipes pad. Ours also trains on the batch its
+own pipeline makes of the same pairs (`keras_seq.text` pads each batch to
+its length bucket, 24 columns instead of 32 for `small`), in a row of its
+own: same real tokens, fewer computed columns, and FLOPs counted over the
+columns it computes.
 """
 
 import keras
@@ -16,6 +23,9 @@ from benchmarks import config as config_lib
 from benchmarks import peers_keras, peers_torch, timing
 
 OURS = "keras-seq"
+# Ours again, fed as its own pipeline feeds it: each batch padded to its
+# length bucket, not to the configuration's fixed length.
+BUCKETED = "bucketed"
 KERAS_PEERS = ("keras-hub", "keras.io recipe")
 TORCH = "torch.nn.Transformer"
 
@@ -66,17 +76,29 @@ def keras_trainer(name, config, inputs, labels, jit_compile):
 
 
 def candidates(config, implementations, xla_modes, with_torch):
-    """dict label -> (implementation, XLA flag, train function)."""
+    """dict label -> (implementation, XLA flag, batch length, train function).
+
+    Every implementation trains on the configuration's fixed-length batch;
+    ours also on the same batch cut to its length bucket
+    (`config.bucketed_training_batch`), when that is shorter.
+    """
     inputs, labels = config_lib.training_batch(config)
+    length = config["length"]
+    bucket = config_lib.bucket_length(config)
+    feeds = [(length, inputs, labels)]
+    if bucket < length:
+        feeds.append((bucket, *config_lib.bucketed_training_batch(config)))
     found = {}
     for name in implementations:
         for jit_compile in xla_modes:
-            label = name if len(xla_modes) == 1 else f"{name}, XLA {jit_compile}"
-            _, train = keras_trainer(name, config, inputs, labels, jit_compile)
-            found[label] = (name, jit_compile, train)
+            for n, x, y in feeds if name == OURS else feeds[:1]:
+                label = name if len(xla_modes) == 1 else f"{name}, XLA {jit_compile}"
+                label += f", {BUCKETED}" if n < length else ""
+                _, train = keras_trainer(name, config, x, y, jit_compile)
+                found[label] = (name, jit_compile, n, train)
     if with_torch:
         _, train = peers_torch.make_trainer(config, inputs, labels)
-        found[TORCH] = (TORCH, None, train)
+        found[TORCH] = (TORCH, None, length, train)
     return found
 
 
@@ -99,16 +121,17 @@ def measure(
         xla_modes = (True,)
     found = candidates(config, implementations, xla_modes, with_torch)
     medians = timing.interleaved(
-        {label: entry[2] for label, entry in found.items()}, repeats, warmup=1
+        {label: entry[3] for label, entry in found.items()}, repeats, warmup=1
     )
     tokens = config_lib.target_tokens_per_step(config) * config["steps"]
-    flops = config_lib.training_flops(config) * config["steps"]
     rows = {}
-    for label, (name, jit_compile, _) in found.items():
+    for label, (name, jit_compile, length, _) in found.items():
         seconds = medians[label]["median"]
+        flops = config_lib.training_flops(config, length) * config["steps"]
         rows[label] = {
             "implementation": name,
             "xla": jit_compile,
+            "length": length,
             "step_ms": 1e3 * seconds / config["steps"],
             "cpu_step_ms": 1e3 * medians[label]["cpu_median"] / config["steps"],
             "tokens_per_s": tokens / seconds,

@@ -75,6 +75,29 @@ class BleuHistory(keras.callbacks.Callback):
         print(f"  validation BLEU after epoch {epoch + 1}: {score:.2f}", flush=True)
 
 
+class EmaWeights(keras.callbacks.SwapEMAWeights):
+    """Score and keep the optimizer's moving average of the weights.
+
+    Keras' `SwapEMAWeights(swap_on_epoch=True)` puts the averaged weights in
+    the model at every epoch end (so that `BleuHistory` and the checkpoints
+    after it see them) and hands the averages back to the optimizer only
+    when the last planned epoch ends. A run stopped earlier (`TimeBudget`,
+    `EarlyStopping`) would then end with the raw weights: `fit` finishes by
+    copying the optimizer's averages into the model, and those slots hold
+    the raw weights while the averages are in the model. This callback also
+    hands them back when training stops early. Put it before the callbacks
+    that should see the averaged weights and after `TimeBudget`.
+    """
+
+    def __init__(self):
+        super().__init__(swap_on_epoch=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        if self.model.stop_training and epoch != self.params["epochs"] - 1:
+            self._finalize_ema_values()
+
+
 class ShuffleEpoch(keras.callbacks.Callback):
     """Tell a training pipeline which epoch begins.
 

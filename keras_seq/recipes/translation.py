@@ -20,6 +20,7 @@ from keras_seq.metrics import MaskedAccuracy
 from keras_seq.recipes import runtime
 from keras_seq.recipes.callbacks import (
     BleuHistory,
+    EmaWeights,
     ShuffleEpoch,
     TimeBudget,
     checkpoint_callbacks,
@@ -58,14 +59,18 @@ def compile_translator(
     learning_rate_scale=2.0,
     label_smoothing=0.1,
     jit_compile="auto",
+    ema_momentum=None,
 ):
     """Compile with the recipe: smoothed masked loss, warm-up Adam, XLA.
 
     A Transformer (`model_dim` known) follows the warm-up schedule of
     Vaswani et al.; an RNN translator trains with Adam at a constant
     `1e-3 * learning_rate_scale` and gradients clipped to norm 1, as
-    recurrent models usually do.
+    recurrent models usually do. `ema_momentum` (e.g. 0.999) keeps an
+    exponential moving average of the weights in the optimizer (Polyak
+    averaging; see `keras_seq.recipes.callbacks.EmaWeights`).
     """
+    ema = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
     model_dim = getattr(model, "model_dim", None)
     if model_dim:
         optimizer = keras.optimizers.Adam(
@@ -75,9 +80,12 @@ def compile_translator(
             beta_1=0.9,
             beta_2=0.98,
             epsilon=1e-9,
+            **ema,
         )
     else:
-        optimizer = keras.optimizers.Adam(1e-3 * learning_rate_scale, clipnorm=1.0)
+        optimizer = keras.optimizers.Adam(
+            1e-3 * learning_rate_scale, clipnorm=1.0, **ema
+        )
     model.compile(
         optimizer=optimizer,
         loss=MaskedSparseCategoricalCrossentropy(label_smoothing=label_smoothing),
@@ -164,6 +172,7 @@ def train_translator(
     # against 67-84 s, so short CPU runs train without it.
     jit_compile=False,
     shared_vocabulary=False,
+    ema_momentum=None,
     family="translator",
     verbose=1,
     strategy=None,
@@ -207,7 +216,12 @@ def train_translator(
             **overrides,
         )
         compile_translator(
-            model, warmup_steps, learning_rate_scale, label_smoothing, jit_compile
+            model,
+            warmup_steps,
+            learning_rate_scale,
+            label_smoothing,
+            jit_compile,
+            ema_momentum=ema_momentum,
         )
     shuffle_epoch = ShuffleEpoch()
     train_data = text.make_translation_dataset(
@@ -240,6 +254,8 @@ def train_translator(
     bleu_history = BleuHistory(validation_bleu)
     callbacks = [
         budget,
+        # The averaged weights, when kept, are the ones scored and saved.
+        *([EmaWeights()] if ema_momentum else []),
         bleu_history,
         shuffle_epoch,
         *checkpoint_callbacks(output_dir),

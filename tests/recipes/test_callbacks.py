@@ -1,0 +1,99 @@
+"""`EmaWeights`: the averaged weights are scored at epoch ends and kept."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_seq.recipes.callbacks import EmaWeights
+
+MOMENTUM = 0.8
+BATCHES = 4
+
+
+class _Record(keras.callbacks.Callback):
+    """The raw weights after every step, and what later callbacks see."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps, self.epoch_ends = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps.append([np.array(w) for w in self.model.get_weights()])
+
+
+class _EpochEnds(keras.callbacks.Callback):
+    def __init__(self, record):
+        super().__init__()
+        self.record = record
+
+    def on_epoch_end(self, epoch, logs=None):
+        weights = [np.array(w) for w in self.model.get_weights()]
+        self.record.epoch_ends.append(weights)
+
+
+class _StopAfter(keras.callbacks.Callback):
+    """Stop in the last batch of epoch `epochs`, as `TimeBudget` does."""
+
+    def __init__(self, epochs):
+        super().__init__()
+        self.epochs, self._epoch = epochs, 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._epoch + 1 == self.epochs and batch + 1 == BATCHES:
+            self.model.stop_training = True
+
+
+def _moving_average(steps):
+    """Keras' update: the first step copies, then m * average + (1 - m) * w."""
+    average = [w.copy() for w in steps[0]]
+    for weights in steps[1:]:
+        average = [MOMENTUM * a + (1 - MOMENTUM) * w for a, w in zip(average, weights)]
+    return average
+
+
+def _fit(callback, epochs=5, stop_after=2):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1, use_ema=True, ema_momentum=MOMENTUM),
+        loss="mse",
+    )
+    x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
+    y = x[:, :2] * 2.0 - 1.0
+    record = _Record()
+    model.fit(
+        x,
+        y,
+        batch_size=8,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=[record, _StopAfter(stop_after), callback, _EpochEnds(record)],
+    )
+    return model, record
+
+
+@pytest.mark.parametrize("epochs,stop_after", [(5, 2), (2, 2)])
+def test_ema_weights_are_kept_when_training_stops(epochs, stop_after):
+    model, record = _fit(EmaWeights(), epochs, stop_after)
+    assert len(record.steps) == BATCHES * stop_after
+    expected = _moving_average(record.steps)
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # Callbacks after it see the averages at every epoch end.
+    first = _moving_average(record.steps[:BATCHES])
+    for got, want in zip(record.epoch_ends[0], first):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # And training goes on from the raw weights, not from the averages.
+    assert not np.allclose(record.steps[-1][0], expected[0])
+
+
+def test_keras_callback_alone_loses_the_averages_on_an_early_stop():
+    # Why EmaWeights exists: with the plain callback an early stop ends
+    # with the raw weights of the last step.
+    model, record = _fit(keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
+    for got, want in zip(model.get_weights(), record.steps[-1]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
