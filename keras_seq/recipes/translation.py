@@ -182,7 +182,9 @@ def train_translator(
 
     `family` is `"translator"` (`zoo.build_translator`) or
     `"rnn-translator"` (`zoo.build_rnn_translator`, whose sequences are not
-    bounded by a `max_length`).
+    bounded by a `max_length`). `ema_momentum` (e.g. 0.999) trains with a
+    moving average of the weights, which is what the validation BLEU, the
+    checkpoints and the returned model then hold (`EmaWeights`).
 
     Returns:
         A dict with the model, tokenizers, history, BLEU history and timings.
