@@ -17,6 +17,13 @@ Shape legend:
 
 from keras import ops
 
+from keras_seq.masks import masked_value
+
+# Scores are float32 (logits are cast before the log-softmax). A dead
+# beam's score and a finished beam's non-padding continuations get this
+# value: half the masks' sentinel, so that the sum of two stays finite.
+_NO_SCORE = masked_value("float32") / 2
+
 
 def tile_beams(tensor, beam_width, axis=0):
     """Repeat each batch row `beam_width` times along `axis` (b0 b0 b1 b1)."""
@@ -111,7 +118,7 @@ def beam_search(
     tokens = ops.slice_update(tokens, [0, 0], start)
     # Only the first beam of each row is live at the start, so the first
     # step expands one hypothesis, not K copies of it.
-    first = ops.concatenate([ops.zeros((1,)), ops.full((k - 1,), -1e9)])
+    first = ops.concatenate([ops.zeros((1,)), ops.full((k - 1,), _NO_SCORE)])
     scores = ops.tile(first[None, :], (batch_size, 1))  # (B, K)
     finished = ops.zeros((batch_size, k), "bool")
     lengths = ops.zeros((batch_size, k), "int32")
@@ -134,7 +141,7 @@ def beam_search(
         values, token_ids = top_k_by_blocks(logits, k)  # (B*K, K)
         log_probs = values - ops.logsumexp(logits, axis=-1, keepdims=True)
         # A finished hypothesis continues only with padding, at no cost.
-        padding_only = ops.where(ops.arange(k) == 0, 0.0, -1e9)  # (K,)
+        padding_only = ops.where(ops.arange(k) == 0, 0.0, _NO_SCORE)  # (K,)
         finished_rows = ops.reshape(finished, (rows, 1))
         log_probs = ops.where(finished_rows, padding_only, log_probs)
         token_ids = ops.where(finished_rows, 0, ops.cast(token_ids, "int32"))
