@@ -55,6 +55,7 @@ def _demo(args):
         epochs=args.epochs,
         minutes=args.minutes,
         seed=args.seed,
+        average_last_epochs=args.average_epochs,
         verbose=1 if sys.stdout.isatty() else 2,
     )
     model = result["model"]
@@ -99,6 +100,7 @@ def _demo(args):
         "vocabulary_minutes": round(result["vocabulary_minutes"], 2),
         "params": int(model.count_params()),
         "epochs": len(result["history"]["loss"]),
+        "averaged_epochs": result["averaged_epochs"],
         "bleu_history": result["bleu_history"],
         "preset": args.preset,
         "seed": args.seed,
@@ -238,6 +240,11 @@ def _train(args):
     from keras_seq.recipes import model_dir, tasks
     from keras_seq.recipes import translation as recipe
 
+    if args.average_epochs != 1 and args.family not in model_dir.TRANSLATORS:
+        raise UserError(
+            "--average-epochs applies to translator and rnn-translator; "
+            f"received {args.average_epochs} for {args.family}"
+        )
     output_dir = args.output_dir or os.path.join("runs", args.family)
     os.makedirs(output_dir, exist_ok=True)
     common = {
@@ -253,7 +260,11 @@ def _train(args):
     if args.family in model_dir.TRANSLATORS:
         corpus = _translation_corpus(args.data)
         result = recipe.train_translator(
-            corpus, output_dir, family=args.family, **common
+            corpus,
+            output_dir,
+            family=args.family,
+            average_last_epochs=args.average_epochs,
+            **common,
         )
         model = result["model"]
         scores = recipe.evaluate_translator(
@@ -566,6 +577,12 @@ def build_parser():
         "--train-pairs", type=int, default=None, help="use only the first N pairs"
     )
     demo.add_argument(
+        "--average-epochs",
+        type=int,
+        default=5,
+        help="end with the mean weights of the last N epochs (1: the last weights)",
+    )
+    demo.add_argument(
         "--phrases",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -590,6 +607,12 @@ def build_parser():
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--vocabulary-size", type=int, default=8000)
     train.add_argument("--output-dir", default=None, help="default: runs/<family>")
+    train.add_argument(
+        "--average-epochs",
+        type=int,
+        default=1,
+        help="translators: end with the mean weights of the last N epochs",
+    )
     train.add_argument(
         "--strategy",
         choices=("none", "mirrored", "multi-worker"),

@@ -28,6 +28,19 @@ def test_missing_corpus_is_one_line_with_the_fix(tmp_path):
     assert "apt-get install trans-de-en" in message
 
 
+def test_average_epochs_is_refused_for_a_classifier(tmp_path):
+    result = _run(
+        "train", "classifier", "--average-epochs", "3", "--output-dir", str(tmp_path),
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == (
+        "keras-seq: --average-epochs applies to translator and rnn-translator; "
+        "received 3 for classifier"
+    )
+
+
 def test_unknown_command_exits_nonzero():
     result = _run("fly", timeout=60)
     assert result.returncode == 2
@@ -52,6 +65,7 @@ def test_demo_writes_model_figures_and_metrics(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     for key in ("bleu", "bleu_cased", "train_minutes", "params"):
         assert key in metrics
+    assert metrics["epochs"] == 1 and metrics["averaged_epochs"] == 1
     assert 0.0 <= metrics["bleu"] <= 100.0
     for name in (
         "model.keras",
@@ -89,7 +103,7 @@ def translator_dir(tmp_path_factory):
     out = root / "translator"
     result = _run(
         "train", "translator", "--data", str(data), "--preset", "tiny",
-        "--epochs", "2", "--output-dir", str(out),
+        "--epochs", "2", "--average-epochs", "2", "--output-dir", str(out),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "test BLEU" in result.stdout

@@ -127,3 +127,34 @@ def test_translate_texts_gives_blank_sentences_an_empty_translation():
     )
     assert translations[0] == translations[1] == translations[3] == ""
     assert len(translations) == 4 and isinstance(translations[2], str)
+
+
+def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypatch):
+    from keras_seq.data import TranslationCorpus
+    from keras_seq.recipes import translation as recipe
+
+    words = [("ich", "i"), ("du", "you"), ("er", "he"), ("wir", "we")]
+    pairs = [(f"{a} sehe {b}.", f"{c} see {d}.") for a, c in words for b, d in words]
+    corpus = TranslationCorpus(train=pairs * 4, validation=pairs[:4], test=pairs[:4])
+    ends = []
+
+    class Keep(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            ends.append([np.array(v) for v in self.model.trainable_variables])
+
+    # The raw epoch-end weights, recorded by a callback that `fit` runs first.
+    fit = keras.Model.fit
+
+    def fit_and_keep(model, *args, callbacks=(), **kwargs):
+        return fit(model, *args, callbacks=[Keep(), *callbacks], **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", fit_and_keep)
+    result = recipe.train_translator(
+        corpus, str(tmp_path), preset="tiny", epochs=3, vocabulary_size=60,
+        average_last_epochs=2, bleu_sample=4, verbose=0,
+    )  # fmt: skip
+    assert len(ends) == 3 and result["averaged_epochs"] == 2
+    model = result["model"]
+    for variable, last, before in zip(model.trainable_variables, ends[-1], ends[-2]):
+        np.testing.assert_allclose(np.array(variable), (last + before) / 2, rtol=1e-5)
+    assert not np.allclose(np.array(model.trainable_variables[0]), ends[-1][0])

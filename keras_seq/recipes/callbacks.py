@@ -8,12 +8,14 @@ number (`ShuffleEpoch`), the optimizer state comes back with the weights,
 and the history and best-epoch bookkeeping pick up where they stopped.
 """
 
+import collections
 import csv
 import json
 import os
 import time
 
 import keras
+import numpy as np
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -96,6 +98,47 @@ class EmaWeights(keras.callbacks.SwapEMAWeights):
         super().on_epoch_end(epoch, logs)
         if self.model.stop_training and epoch != self.params["epochs"] - 1:
             self._finalize_ema_values()
+
+
+class AverageLastEpochs(keras.callbacks.Callback):
+    """End training with the mean of the weights of the last `epochs` epochs.
+
+    Checkpoint averaging as Vaswani et al. (2017) did it (the mean of the
+    last 5 checkpoints), with an epoch end as the checkpoint: the trainable
+    weights are copied at every epoch end (a run stopped by `TimeBudget`
+    ends its last, partial epoch too) and, when training ends, the model
+    gets their element-wise mean. Non-trainable weights keep their last
+    values. Callbacks see the raw weights during training; the returned
+    model, and whatever is saved after `fit`, holds the average.
+
+    The copies live in memory: a run resumed after an interruption
+    averages the epochs it trained since resuming.
+    """
+
+    def __init__(self, epochs=5):
+        super().__init__()
+        if int(epochs) != epochs or epochs < 1:
+            raise ValueError(f"`epochs` must be an integer >= 1; received {epochs!r}.")
+        self.epochs = int(epochs)
+        self._kept = collections.deque(maxlen=self.epochs)
+
+    def on_train_begin(self, logs=None):
+        self._kept.clear()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._kept.append([np.array(v) for v in self.model.trainable_variables])
+
+    def on_train_end(self, logs=None):
+        if len(self._kept) < 2:
+            return
+        for variable, values in zip(self.model.trainable_variables, zip(*self._kept)):
+            mean = np.mean(np.stack(values), axis=0)
+            variable.assign(mean.astype(variable.dtype))
+
+    @property
+    def averaged_epochs(self):
+        """How many epoch ends the last average was taken over."""
+        return len(self._kept)
 
 
 class ShuffleEpoch(keras.callbacks.Callback):

@@ -19,6 +19,7 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.recipes import runtime
 from keras_seq.recipes.callbacks import (
+    AverageLastEpochs,
     BleuHistory,
     EmaWeights,
     ShuffleEpoch,
@@ -173,6 +174,7 @@ def train_translator(
     jit_compile=False,
     shared_vocabulary=False,
     ema_momentum=None,
+    average_last_epochs=None,
     family="translator",
     verbose=1,
     strategy=None,
@@ -185,6 +187,9 @@ def train_translator(
     bounded by a `max_length`). `ema_momentum` (e.g. 0.999) trains with a
     moving average of the weights, which is what the validation BLEU, the
     checkpoints and the returned model then hold (`EmaWeights`).
+    `average_last_epochs` (e.g. 5) returns the model with the mean of the
+    weights of the last that many epoch ends (`AverageLastEpochs`); the
+    validation BLEU curve shows the raw weights of each epoch.
 
     Returns:
         A dict with the model, tokenizers, history, BLEU history and timings.
@@ -254,8 +259,10 @@ def train_translator(
 
     budget = TimeBudget(minutes)
     bleu_history = BleuHistory(validation_bleu)
+    averaging = AverageLastEpochs(average_last_epochs) if average_last_epochs else None
     callbacks = [
         budget,
+        *([averaging] if averaging else []),
         # The averaged weights, when kept, are the ones scored and saved.
         *([EmaWeights()] if ema_momentum else []),
         bleu_history,
@@ -282,6 +289,7 @@ def train_translator(
         "bleu_history": bleu_history.points,
         "train_minutes": train_minutes,
         "vocabulary_minutes": vocabulary_minutes,
+        "averaged_epochs": averaging.averaged_epochs if averaging else 1,
     }
 
 

@@ -1,10 +1,11 @@
-"""`EmaWeights`: the averaged weights are scored at epoch ends and kept."""
+"""`EmaWeights`: the averaged weights are scored at epoch ends and kept.
+`AverageLastEpochs`: training ends with the mean of the last epoch ends."""
 
 import keras
 import numpy as np
 import pytest
 
-from keras_seq.recipes.callbacks import EmaWeights
+from keras_seq.recipes.callbacks import AverageLastEpochs, EmaWeights
 
 MOMENTUM = 0.8
 BATCHES = 4
@@ -97,3 +98,51 @@ def test_keras_callback_alone_loses_the_averages_on_an_early_stop():
     model, record = _fit(keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
     for got, want in zip(model.get_weights(), record.steps[-1]):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("keep,epochs,stop_after", [(3, 5, 5), (3, 5, 2), (2, 2, 2)])
+def test_average_last_epochs_is_the_mean_of_the_last_epoch_ends(
+    keep, epochs, stop_after
+):
+    callback = AverageLastEpochs(keep)
+    model = _fit_plain(callback, epochs, stop_after)
+    ends = model.record.epoch_ends
+    assert len(ends) == stop_after and callback.averaged_epochs == min(keep, stop_after)
+    expected = [np.mean(ws, axis=0) for ws in zip(*ends[-keep:])]
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # Not the last weights: the average differs from them.
+    assert not np.allclose(model.get_weights()[0], ends[-1][0])
+
+
+def test_average_of_one_epoch_leaves_the_weights():
+    model = _fit_plain(AverageLastEpochs(1), epochs=3, stop_after=3)
+    for got, want in zip(model.get_weights(), model.record.epoch_ends[-1]):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("epochs", [0, 2.5, -1])
+def test_average_last_epochs_refuses_a_bad_count(epochs):
+    with pytest.raises(ValueError, match="`epochs` must be an integer >= 1"):
+        AverageLastEpochs(epochs)
+
+
+def _fit_plain(callback, epochs, stop_after):
+    """Plain SGD; `record.epoch_ends` holds the raw weights at epoch ends."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
+    record = _Record()
+    model.fit(
+        x,
+        x[:, :2] * 2.0 - 1.0,
+        batch_size=8,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        # The recorder runs first, so it sees the raw weights at epoch ends.
+        callbacks=[_StopAfter(stop_after), _EpochEnds(record), callback],
+    )
+    model.record = record
+    return model
