@@ -12,6 +12,7 @@ import collections
 import csv
 import json
 import os
+import shutil
 import time
 
 import keras
@@ -111,29 +112,73 @@ class AverageLastEpochs(keras.callbacks.Callback):
     values. Callbacks see the raw weights during training; the returned
     model, and whatever is saved after `fit`, holds the average.
 
-    The copies live in memory: a run resumed after an interruption
-    averages the epochs it trained since resuming.
+    With a `directory`, each epoch's copy is also written there (one
+    `epoch-NNNNN.npz` a epoch, the last `epochs` of them kept), so that a
+    run killed and resumed (`BackupAndRestore`) averages the same epochs an
+    uninterrupted run averages: when the first epoch of a resumed `fit`
+    begins, the copies of the epochs before it come back and any later ones
+    (written after the last backup) go. The directory is removed when
+    training ends.
     """
 
-    def __init__(self, epochs=5):
+    def __init__(self, epochs=5, directory=None):
         super().__init__()
         if int(epochs) != epochs or epochs < 1:
             raise ValueError(f"`epochs` must be an integer >= 1; received {epochs!r}.")
         self.epochs = int(epochs)
+        self.directory = directory
         self._kept = collections.deque(maxlen=self.epochs)
+        self._resumed = False
+
+    def _path(self, epoch):
+        return os.path.join(self.directory, f"epoch-{epoch:05d}.npz")
+
+    def _saved_epochs(self):
+        if not self.directory or not os.path.isdir(self.directory):
+            return []
+        names = os.listdir(self.directory)
+        return sorted(
+            int(name[6:-4])
+            for name in names
+            if name.startswith("epoch-") and name.endswith(".npz")
+        )
 
     def on_train_begin(self, logs=None):
         self._kept.clear()
+        self._resumed = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._resumed:
+            return
+        self._resumed = True
+        for saved in self._saved_epochs():
+            if saved < epoch:
+                with np.load(self._path(saved)) as arrays:
+                    self._kept.append([arrays[f"w{i}"] for i in range(len(arrays))])
+            else:  # Written after the last backup: that epoch runs again.
+                os.remove(self._path(saved))
 
     def on_epoch_end(self, epoch, logs=None):
-        self._kept.append([np.array(v) for v in self.model.trainable_variables])
+        weights = [np.array(v) for v in self.model.trainable_variables]
+        self._kept.append(weights)
+        if not self.directory:
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        partial = os.path.join(self.directory, "partial.npz")
+        np.savez(partial, **{f"w{i}": w for i, w in enumerate(weights)})
+        os.replace(partial, self._path(epoch))  # Atomic: never half a file.
+        for saved in self._saved_epochs():
+            if saved <= epoch - self.epochs:
+                os.remove(self._path(saved))
 
     def on_train_end(self, logs=None):
-        if len(self._kept) < 2:
-            return
-        for variable, values in zip(self.model.trainable_variables, zip(*self._kept)):
-            mean = np.mean(np.stack(values), axis=0)
-            variable.assign(mean.astype(variable.dtype))
+        if len(self._kept) >= 2:
+            variables = self.model.trainable_variables
+            for variable, values in zip(variables, zip(*self._kept)):
+                mean = np.mean(np.stack(values), axis=0)
+                variable.assign(mean.astype(variable.dtype))
+        if self.directory and os.path.isdir(self.directory):
+            shutil.rmtree(self.directory)
 
     @property
     def averaged_epochs(self):

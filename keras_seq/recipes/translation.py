@@ -259,7 +259,13 @@ def train_translator(
 
     budget = TimeBudget(minutes)
     bleu_history = BleuHistory(validation_bleu)
-    averaging = AverageLastEpochs(average_last_epochs) if average_last_epochs else None
+    averaging = None
+    if average_last_epochs:
+        # Its copies live beside the backup, so a resumed run averages the
+        # same epochs.
+        averaging = AverageLastEpochs(
+            average_last_epochs, os.path.join(output_dir, "average")
+        )
     callbacks = [
         budget,
         *([averaging] if averaging else []),

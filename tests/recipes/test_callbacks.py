@@ -1,6 +1,8 @@
 """`EmaWeights`: the averaged weights are scored at epoch ends and kept.
 `AverageLastEpochs`: training ends with the mean of the last epoch ends."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
@@ -127,7 +129,7 @@ def test_average_last_epochs_refuses_a_bad_count(epochs):
         AverageLastEpochs(epochs)
 
 
-def _fit_plain(callback, epochs, stop_after):
+def _fit_plain(callback, epochs, stop_after, extra=()):
     """Plain SGD; `record.epoch_ends` holds the raw weights at epoch ends."""
     keras.utils.set_random_seed(1)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
@@ -142,7 +144,53 @@ def _fit_plain(callback, epochs, stop_after):
         shuffle=False,
         verbose=0,
         # The recorder runs first, so it sees the raw weights at epoch ends.
-        callbacks=[_StopAfter(stop_after), _EpochEnds(record), callback],
+        callbacks=[_StopAfter(stop_after), _EpochEnds(record), callback, *extra],
     )
     model.record = record
     return model
+
+
+def test_average_last_epochs_resumes_from_its_directory(tmp_path):
+    directory = tmp_path / "average"
+    seen = []
+
+    class Look(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(sorted(os.listdir(directory)))
+
+    model = _fit_plain(AverageLastEpochs(2, str(directory)), 3, 3, extra=[Look()])
+    # Only the last 2 epochs' copies are on disk; none once training ends.
+    assert seen == [
+        ["epoch-00000.npz"],
+        ["epoch-00000.npz", "epoch-00001.npz"],
+        ["epoch-00001.npz", "epoch-00002.npz"],
+    ]
+    assert not directory.exists()
+
+    # A run killed after epoch 1 was backed up and after epoch 2's copy was
+    # written: resuming at epoch 2 reads epoch 1's copy and drops epoch 2's.
+    ends = model.record.epoch_ends
+    directory.mkdir()
+    stale = [w + 1.0 for w in ends[2]]
+    for epoch, weights in enumerate((ends[0], ends[1], stale)):
+        arrays = {f"w{i}": w for i, w in enumerate(weights)}
+        np.savez(directory / f"epoch-{epoch:05d}.npz", **arrays)
+    model.set_weights(ends[1])
+    record = _Record()
+    callback = AverageLastEpochs(2, str(directory))
+    x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
+    model.fit(
+        x,
+        x[:, :2] * 2.0 - 1.0,
+        batch_size=8,
+        epochs=3,
+        initial_epoch=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[_EpochEnds(record), callback],
+    )
+    assert callback.averaged_epochs == 2
+    expected = [(a + b) / 2 for a, b in zip(ends[1], record.epoch_ends[0])]
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not directory.exists()

@@ -41,6 +41,8 @@ def _command(data, output_dir):
         sys.executable, "-m", "keras_seq.cli", "train", "translator",
         "--data", str(data), "--preset", "tiny", "--epochs", str(EPOCHS),
         "--seed", "0", "--vocabulary-size", "300", "--deterministic",
+        # The mean of the last 3 epochs: epoch 2's copy must survive the kill.
+        "--average-epochs", "3",
         "--output-dir", str(output_dir),
     ]  # fmt: skip
 
@@ -107,6 +109,7 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
 
     _run(_command(data, resumed))  # the same command again
     assert not (resumed / "backup").exists(), "a finished run removes its backup"
+    assert not (resumed / "average").exists(), "and its epochs' copies"
 
     straight_weights = _weights(tmp_path / "straight" / "model.keras")
     resumed_weights = _weights(resumed / "model.keras")
