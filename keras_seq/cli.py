@@ -27,6 +27,13 @@ class UserError(Exception):
     """An error whose message is all the user needs."""
 
 
+def _check_average_epochs(args):
+    if args.average_epochs < 1:
+        raise UserError(
+            f"--average-epochs must be at least 1; received {args.average_epochs}"
+        )
+
+
 def _demo(args):
     """Train the `small` translator German->English and report test BLEU."""
     import random
@@ -38,6 +45,7 @@ def _demo(args):
     from keras_seq.recipes import translation as recipe
     from keras_seq.text import END_ID
 
+    _check_average_epochs(args)
     os.makedirs(args.output_dir, exist_ok=True)
     corpus = load_trans_de_en(args.corpus, include_phrases=args.phrases)
     if args.train_pairs:
@@ -240,6 +248,7 @@ def _train(args):
     from keras_seq.recipes import model_dir, tasks
     from keras_seq.recipes import translation as recipe
 
+    _check_average_epochs(args)
     if args.average_epochs != 1 and args.family not in model_dir.TRANSLATORS:
         raise UserError(
             "--average-epochs applies to translator and rnn-translator; "

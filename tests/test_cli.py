@@ -41,6 +41,16 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     )
 
 
+@pytest.mark.parametrize("command", [["demo"], ["train", "translator"]])
+def test_average_epochs_below_one_is_refused(tmp_path, command):
+    result = _run(
+        *command, "--average-epochs", "0", "--output-dir", str(tmp_path), timeout=120
+    )
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == "keras-seq: --average-epochs must be at least 1; received 0"
+
+
 def test_unknown_command_exits_nonzero():
     result = _run("fly", timeout=60)
     assert result.returncode == 2

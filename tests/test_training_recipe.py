@@ -158,3 +158,14 @@ def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypa
     for variable, last, before in zip(model.trainable_variables, ends[-1], ends[-2]):
         np.testing.assert_allclose(np.array(variable), (last + before) / 2, rtol=1e-5)
     assert not np.allclose(np.array(model.trainable_variables[0]), ends[-1][0])
+
+
+@pytest.mark.parametrize("value", [0, 2.0, None])
+def test_train_translator_refuses_a_bad_average_count(tmp_path, value):
+    from keras_seq.data import TranslationCorpus
+    from keras_seq.recipes import translation as recipe
+
+    corpus = TranslationCorpus(train=[("a.", "b.")], validation=[], test=[])
+    with pytest.raises(ValueError, match="`average_last_epochs` must be a positive"):
+        recipe.train_translator(corpus, str(tmp_path), average_last_epochs=value)
+    assert not any(tmp_path.iterdir()), "refused before anything is written"

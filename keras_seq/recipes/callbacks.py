@@ -123,12 +123,13 @@ class AverageLastEpochs(keras.callbacks.Callback):
 
     def __init__(self, epochs=5, directory=None):
         super().__init__()
-        if int(epochs) != epochs or epochs < 1:
-            raise ValueError(f"`epochs` must be an integer >= 1; received {epochs!r}.")
-        self.epochs = int(epochs)
+        from zoo.common import check_positive_int
+
+        check_positive_int(epochs, "epochs")
+        self.epochs = epochs
         self.directory = directory
-        self._kept = collections.deque(maxlen=self.epochs)
-        self._resumed = False
+        self._kept = collections.deque(maxlen=epochs)
+        self._loaded = False
 
     def _path(self, epoch):
         return os.path.join(self.directory, f"epoch-{epoch:05d}.npz")
@@ -145,12 +146,13 @@ class AverageLastEpochs(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self._kept.clear()
-        self._resumed = False
+        self._loaded = False
 
     def on_epoch_begin(self, epoch, logs=None):
-        if self._resumed:
+        # Only the first epoch of a `fit` says where a resumed run starts.
+        if self._loaded:
             return
-        self._resumed = True
+        self._loaded = True
         for saved in self._saved_epochs():
             if saved < epoch:
                 with np.load(self._path(saved)) as arrays:

@@ -174,7 +174,7 @@ def train_translator(
     jit_compile=False,
     shared_vocabulary=False,
     ema_momentum=None,
-    average_last_epochs=None,
+    average_last_epochs=1,
     family="translator",
     verbose=1,
     strategy=None,
@@ -187,13 +187,17 @@ def train_translator(
     bounded by a `max_length`). `ema_momentum` (e.g. 0.999) trains with a
     moving average of the weights, which is what the validation BLEU, the
     checkpoints and the returned model then hold (`EmaWeights`).
-    `average_last_epochs` (e.g. 5) returns the model with the mean of the
-    weights of the last that many epoch ends (`AverageLastEpochs`); the
-    validation BLEU curve shows the raw weights of each epoch.
+    `average_last_epochs` (e.g. 5; 1, the default, keeps the last weights)
+    returns the model with the mean of the weights of the last that many
+    epoch ends (`AverageLastEpochs`); the validation BLEU curve shows the
+    raw weights of each epoch.
 
     Returns:
         A dict with the model, tokenizers, history, BLEU history and timings.
     """
+    from zoo.common import check_positive_int
+
+    check_positive_int(average_last_epochs, "average_last_epochs")
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     started = time.time()
@@ -260,7 +264,7 @@ def train_translator(
     budget = TimeBudget(minutes)
     bleu_history = BleuHistory(validation_bleu)
     averaging = None
-    if average_last_epochs:
+    if average_last_epochs > 1:
         # Its copies live beside the backup, so a resumed run averages the
         # same epochs.
         averaging = AverageLastEpochs(

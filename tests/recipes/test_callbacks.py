@@ -125,7 +125,7 @@ def test_average_of_one_epoch_leaves_the_weights():
 
 @pytest.mark.parametrize("epochs", [0, 2.5, -1])
 def test_average_last_epochs_refuses_a_bad_count(epochs):
-    with pytest.raises(ValueError, match="`epochs` must be an integer >= 1"):
+    with pytest.raises(ValueError, match="`epochs` must be a positive integer"):
         AverageLastEpochs(epochs)
 
 
