@@ -36,8 +36,8 @@ SHAPES = set()
 def _recording(compile_fn):
     """Wraps the compiler so that every input shape a compiled loop sees is kept."""
 
-    def compile_and_record(fn):
-        compiled = compile_fn(fn)
+    def compile_and_record(fn, *args, **kwargs):
+        compiled = compile_fn(fn, *args, **kwargs)
 
         def call(*inputs):
             SHAPES.add(tuple(tuple(x.shape) for x in inputs if hasattr(x, "shape")))

@@ -33,10 +33,11 @@ def ours_decode(model, target, encoded, source_mask):
     return model._logits(model.decoder_norm(y))
 
 
-def _compiled(fn):
+def _compiled(fn, model):
+    """`fn` compiled as ours is: on JAX, the model's weights are arguments."""
     from keras_seq import generation
 
-    return generation.compile_for_backend(fn)
+    return generation.compile_for_backend(fn, model.variables)
 
 
 def _keras_candidates(models, new_tokens, beam_width):
@@ -58,7 +59,8 @@ def _keras_candidates(models, new_tokens, beam_width):
                 lambda t, e, m: decode(model, t, e, m),
                 source,
                 new_tokens,
-            )
+            ),
+            model,
         )
 
     def ours_encode(model, source):
@@ -69,13 +71,14 @@ def _keras_candidates(models, new_tokens, beam_width):
         (OURS, "recompute greedy"): recompute(ours_encode, ours_decode, ours),
         (OURS, "beam"): run_ours_beam,
         ("keras-hub", "cached greedy"): _compiled(
-            lambda source: peers_keras.hub_greedy(hub, source, new_tokens)
+            lambda source: peers_keras.hub_greedy(hub, source, new_tokens), hub
         ),
         ("keras-hub", "recompute greedy"): recompute(
             peers_keras.hub_encode, peers_keras.hub_decode, hub
         ),
         ("keras-hub", "beam"): _compiled(
-            lambda source: peers_keras.hub_beam(hub, source, new_tokens, beam_width)
+            lambda source: peers_keras.hub_beam(hub, source, new_tokens, beam_width),
+            hub,
         ),
         ("keras.io recipe", "recompute greedy"): recompute(
             peers_keras.recipe_encode, peers_keras.recipe_decode, recipe

@@ -63,7 +63,7 @@ def _run_keras(name, config, inputs, labels, source):
     if name == training.OURS:
         model.generate(tensor, max_new_tokens=32, end_token_id=-1)
     elif name == "keras-hub":
-        fn = decoding._compiled(lambda s: peers_keras.hub_greedy(model, s, 32))
+        fn = decoding._compiled(lambda s: peers_keras.hub_greedy(model, s, 32), model)
         keras.ops.convert_to_numpy(fn(tensor))
     else:
         fn = decoding._compiled(
@@ -72,7 +72,8 @@ def _run_keras(name, config, inputs, labels, source):
                 lambda t, e, m: peers_keras.recipe_decode(model, t, e, m),
                 s,
                 32,
-            )
+            ),
+            model,
         )
         keras.ops.convert_to_numpy(fn(tensor))
     return baseline, trained

@@ -179,7 +179,9 @@ def hub_greedy(model, source, new_tokens):
         return logits, None, caches
 
     sampler = keras_hub.samplers.GreedySampler()
-    buffer = sampler(next_logits, buffer, cache=self_caches, index=2, mask=given)
+    buffer = sampler(
+        next_logits, buffer, cache=self_caches, index=2, mask=given, model=model
+    )
     return buffer[:, 1:]
 
 
@@ -213,7 +215,7 @@ def hub_beam(model, source, new_tokens, beam_width=4):
         return logits, None, caches
 
     sampler = keras_hub.samplers.BeamSampler(num_beams=beam_width)
-    buffer = sampler(next_logits, buffer, cache=self_caches, index=1)
+    buffer = sampler(next_logits, buffer, cache=self_caches, index=1, model=model)
     return buffer[:, 1:]
 
 

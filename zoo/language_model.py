@@ -165,8 +165,11 @@ class LanguageModel(_ConfigModel):
             sampler = generation.make_sampler(
                 strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
             )
-            return lambda prompt: self._generate(
-                prompt, sampler, max_new_tokens, end_token_id
+            return (
+                lambda prompt: self._generate(
+                    prompt, sampler, max_new_tokens, end_token_id
+                ),
+                sampler.variables,
             )
 
         prompt = ops.convert_to_tensor(token_ids, dtype="int32")
@@ -278,6 +281,7 @@ class LanguageModel(_ConfigModel):
             index=1,
             mask=given,
             stop_token_ids=None if end_token_id is None else [end_token_id],
+            model=self,  # on JAX, its weights are read through the loop
         )
         new = buffer[:, prompt_length:]
         if end_token_id is None:

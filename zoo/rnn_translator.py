@@ -245,7 +245,9 @@ class RNNTranslator(_ConfigModel):
             max_new_tokens: int, the longest output.
             strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
                 `"beam"` (the best of `beam_search`).
-            start_token_id, end_token_id: the target's special tokens.
+            start_token_id, end_token_id: the target's special tokens;
+                `end_token_id=None` decodes exactly `max_new_tokens` tokens
+                (greedy and sampling).
 
         Returns:
             (B, max_new_tokens) int32 ids; each row ends with its end token
@@ -272,8 +274,11 @@ class RNNTranslator(_ConfigModel):
             sampler = generation.make_sampler(
                 strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
             )
-            return lambda source: self._generate(
-                source, sampler, max_new_tokens, start_token_id, end_token_id
+            return (
+                lambda source: self._generate(
+                    source, sampler, max_new_tokens, start_token_id, end_token_id
+                ),
+                sampler.variables,
             )
 
         source = ops.convert_to_tensor(token_ids, dtype="int32")
@@ -360,8 +365,11 @@ class RNNTranslator(_ConfigModel):
             cache=state,
             index=1,
             mask=given,
-            stop_token_ids=[end_token_id],
+            stop_token_ids=None if end_token_id is None else [end_token_id],
+            model=self,  # on JAX, its weights are read through the loop
         )
+        if end_token_id is None:
+            return buffer[:, 1:]
         return generation.zero_after_end(buffer[:, 1:], end_token_id)
 
     def attention_weights(self, encoder_token_ids, decoder_token_ids):

@@ -359,8 +359,11 @@ class Translator(TokenIdsModel):
             sampler = generation.make_sampler(
                 strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
             )
-            return lambda source: self._generate(
-                source, sampler, max_new_tokens, start_token_id, end_token_id
+            return (
+                lambda source: self._generate(
+                    source, sampler, max_new_tokens, start_token_id, end_token_id
+                ),
+                sampler.variables,
             )
 
         source = ops.convert_to_tensor(token_ids, dtype="int32")
@@ -495,6 +498,7 @@ class Translator(TokenIdsModel):
             # Without an end token the loop runs `max_new_tokens` steps and
             # skips the per-step check of the whole buffer.
             stop_token_ids=None if end_token_id is None else [end_token_id],
+            model=self,  # on JAX, its weights are read through the loop
         )
         if end_token_id is None:
             return buffer[:, 1:]

@@ -92,7 +92,7 @@ def beam_search(
         batch_size: B.
         max_new_tokens: M.
         start_token_id: an int, or (B,) ids, one per row.
-        end_token_id: int.
+        end_token_id: int, or None to decode exactly M tokens.
         beam_width: K.
         length_penalty: alpha; 0 ranks by summed log-probabilities.
         num_return: how many hypotheses to return per row, <= K.
@@ -107,6 +107,8 @@ def beam_search(
             f"`num_return` must be in [1, beam_width={beam_width}]; "
             f"received {num_return}."
         )
+    if end_token_id is None:
+        end_token_id = -1  # No token id equals it, so no beam ends early.
     k = beam_width
     rows = batch_size * k
     start = ops.convert_to_tensor(start_token_id, "int32")

@@ -82,11 +82,22 @@ def _greedy_sampler_class():
     return GreedySampler
 
 
-def compile_for_backend(fn):
+def compile_for_backend(fn, variables=(), state_variables=()):
     """Compile a pure-inference function once: XLA on TF, jit on JAX.
 
     Inputs of a new shape trigger one new compilation, so callers bucket
     their lengths.
+
+    On JAX, `jax.jit` would bake the values of the variables `fn` reads
+    into the compiled program as constants, so a model trained or
+    reloaded after its first call would go on generating with its old
+    weights. The values of `variables` (the model's weights) and of
+    `state_variables` (a sampler's seed states) are therefore arguments
+    of the compiled function, read through a `keras.StatelessScope` as
+    keras-hub's samplers do, and the new values of `state_variables` are
+    assigned back after each call, so a sampler without a fixed seed
+    draws afresh every call. TensorFlow reads its variables when the
+    graph runs and needs none of this.
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
@@ -94,21 +105,49 @@ def compile_for_backend(fn):
 
         return tf.function(fn, jit_compile=True, reduce_retracing=True)
     if backend == "jax":
-        import jax
-
-        return jax.jit(fn, static_argnums=())
+        return _stateless_jit(fn, list(variables), list(state_variables))
     return fn
+
+
+def _stateless_jit(fn, variables, state_variables):
+    import jax
+
+    every = variables + state_variables
+
+    def pure(values, *inputs):
+        with keras.StatelessScope(state_mapping=list(zip(every, values))) as scope:
+            outputs = fn(*inputs)
+        updated = []
+        for variable, value in zip(state_variables, values[len(variables) :]):
+            new = scope.get_current_value(variable)
+            updated.append(value if new is None else new)
+        return outputs, updated
+
+    compiled = jax.jit(pure)
+
+    def call(*inputs):
+        outputs, updated = compiled([v.value for v in every], *inputs)
+        for variable, value in zip(state_variables, updated):
+            variable.assign(value)
+        return outputs
+
+    return call
 
 
 def run_compiled(model, key, make_fn, *inputs):
     """Call `make_fn()`'s compiled function for `key`, compiling it once.
 
-    The compiled functions live on the model, one per decoding setting, so
-    repeated calls with the same setting and shapes reuse one graph.
+    `make_fn` returns the function of `inputs`, or `(function,
+    state_variables)` where the function updates variables of its own (a
+    sampler's seed state). The compiled functions live on the model, one
+    per decoding setting, so repeated calls with the same setting and
+    shapes reuse one graph.
     """
     functions = model.__dict__.setdefault("_generate_functions", {})
     if key not in functions:
-        functions[key] = compile_for_backend(make_fn())
+        made = make_fn()
+        fn, state_variables = made if isinstance(made, tuple) else (made, ())
+        functions[key] = compile_for_backend(fn, model.variables, state_variables)
     return functions[key](*inputs)
 
 
