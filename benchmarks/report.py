@@ -336,6 +336,17 @@ def targets_section(results, peak, cpu_peak=None):
     return "### Targets\n\n" + "\n".join(lines) + "\n"
 
 
+def _allocator_note(results):
+    tuned = {w.get("allocator_tuned") for w in results["backends"].values()}
+    if tuned == {True}:
+        return (
+            " Each process let glibc keep large freed blocks for reuse "
+            "(`keras_seq.recipes.runtime.tune_allocator`, as the `keras-seq` "
+            "commands do), for every implementation in it."
+        )
+    return ""
+
+
 def _header(results, peak):
     machine = results["machine"]
     versions = {}
@@ -362,7 +373,7 @@ def _header(results, peak):
         "1-minute load average read "
         + (f"{min(loads):.1f} to {max(loads):.1f}" if loads else "n/a")
         + " during the run (2 = both cores busy), so compare ratios within a "
-        "table rather than absolute figures across runs.",
+        "table rather than absolute figures across runs." + _allocator_note(results),
         "",
     ]
     if peak[0]:

@@ -19,6 +19,7 @@ import keras  # noqa: E402
 
 from benchmarks import config as config_lib  # noqa: E402
 from benchmarks import decoding, peers_torch, serving, timing, training  # noqa: E402
+from keras_seq.recipes import runtime  # noqa: E402
 
 
 def _quiet():
@@ -161,7 +162,11 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     _quiet()
+    # As every `keras-seq` command does; process-wide, so every
+    # implementation timed here, PyTorch's included, runs with it.
+    tuned = runtime.tune_allocator()
     result = run(args)
+    result["allocator_tuned"] = tuned
     with open(args.output, "w", encoding="utf-8") as file:
         json.dump(result, file, indent=1)
 

@@ -689,6 +689,9 @@ def build_parser():
 def main(argv=None):
     _quiet_tensorflow()
     args = build_parser().parse_args(argv)
+    from keras_seq.recipes import runtime
+
+    runtime.tune_allocator()  # Every command reuses its large buffers.
     from keras_seq.data import CorpusNotFoundError
 
     try:
