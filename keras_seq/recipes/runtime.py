@@ -86,6 +86,7 @@ def _average_scalar_logs_across_workers():
 # glibc's mallopt(3) parameters.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 ALLOCATOR_THRESHOLD = 1 << 30  # bytes
 
 
@@ -97,12 +98,16 @@ def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
     step of a translator pays page faults to touch its (B, T, V) logits and
     their gradient again (65 MB each for the `small` benchmark batch). On
     the 2-core machine of README, the forward product of the output layer
-    ran at 57-63 GFLOP/s that way and at 112-121 GFLOP/s from reused memory,
-    and a TensorFlow training step of the `small` translator took 226-277 ms
-    against 298-300 ms (`benchmarks/README.md`). Here allocations up to
-    `threshold` bytes come from the heap and up to `threshold` free bytes
-    stay with the process (`M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`); the
-    process's resident memory can stay up to that much above what it uses.
+    ran at 57-63 GFLOP/s that way and at 112-121 GFLOP/s from reused
+    memory, and a `small` training step took 267-293 ms against 343-383 ms
+    on TensorFlow, 354-366 ms against 452-497 ms on JAX
+    (`benchmarks/README.md`). Here allocations up to `threshold` bytes come
+    from the heap and up to `threshold` free bytes stay with the process
+    (`M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`), all threads share the main
+    heap (`M_ARENA_MAX` 1: the per-thread arenas cannot hold a block over
+    64 MB, so without it JAX's buffers, allocated off the main thread, are
+    still fresh maps), and the process's resident memory can stay up to
+    `threshold` above what it uses.
 
     The setting is process-wide and applies to every allocation after the
     call; the `keras-seq` commands and `benchmarks/` make it at start-up.
@@ -110,7 +115,7 @@ def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
     extra library.
 
     Args:
-        threshold: int, bytes, at least 1 MiB.
+        threshold: int, bytes, in [1 MiB, 2 GiB).
 
     Returns:
         True where the C library took the setting (glibc), False elsewhere.
@@ -128,10 +133,12 @@ def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
     except (OSError, AttributeError):
         return False  # Not glibc (macOS, musl without mallopt): nothing to do.
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    took = mallopt(_M_MMAP_THRESHOLD, threshold) and mallopt(
-        _M_TRIM_THRESHOLD, threshold
-    )
-    return bool(took)
+    took = [
+        mallopt(_M_MMAP_THRESHOLD, threshold),
+        mallopt(_M_TRIM_THRESHOLD, threshold),
+        mallopt(_M_ARENA_MAX, 1),
+    ]
+    return all(took)
 
 
 def scope(strategy):

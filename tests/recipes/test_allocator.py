@@ -14,8 +14,9 @@ import pytest
 from keras_seq.recipes import runtime
 
 # In a child process: allocate and free 64 MB blocks with numpy (whose
-# buffers come from malloc) and report how many bytes glibc held in mmap'd
-# blocks while one was alive, and how many free bytes it kept afterwards.
+# buffers come from malloc), on the main thread and on another, and report
+# how many bytes glibc held in mmap'd blocks while one was alive, and how
+# many free bytes it kept afterwards.
 _PROBE = """
 import ctypes, json, sys
 import numpy as np
@@ -31,13 +32,22 @@ tuned = None
 if sys.argv[1] == "tuned":
     from keras_seq.recipes import runtime
     tuned = runtime.tune_allocator()
-held = []
-for _ in range(3):
-    block = np.ones(64 << 20, np.uint8)
-    held.append(libc.mallinfo2().hblkhd)
-    del block
-print(json.dumps({"tuned": tuned, "mmapped": held,
-                  "kept_free": libc.mallinfo2().fordblks}))
+def allocate(held):
+    for _ in range(3):
+        block = np.ones(64 << 20, np.uint8)
+        held.append(libc.mallinfo2().hblkhd)
+        del block
+
+held, off_main = [], []
+allocate(held)
+kept_free = libc.mallinfo2().fordblks
+# XLA allocates on its own threads, whose glibc arenas are separate.
+import threading
+thread = threading.Thread(target=allocate, args=(off_main,))
+thread.start()
+thread.join()
+print(json.dumps({"tuned": tuned, "mmapped": held, "kept_free": kept_free,
+                  "mmapped_off_main": off_main}))
 """
 
 
@@ -66,10 +76,13 @@ def test_large_blocks_come_from_the_heap_and_stay():
     block = 64 << 20
     # By default every 64 MB block is a fresh mmap, returned when freed.
     assert all(held >= block for held in default["mmapped"])
+    assert all(held >= block for held in default["mmapped_off_main"])
     assert default["kept_free"] < block
-    # Tuned: served from the heap, and the freed block is kept for reuse.
+    # Tuned: served from the heap on every thread, and the freed block is
+    # kept for reuse.
     assert tuned["tuned"] is True
     assert all(held < block for held in tuned["mmapped"])
+    assert all(held < block for held in tuned["mmapped_off_main"])
     assert tuned["kept_free"] >= block
 
 
