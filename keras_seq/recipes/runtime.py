@@ -110,7 +110,8 @@ def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
     `threshold` above what it uses.
 
     The setting is process-wide and applies to every allocation after the
-    call; the `keras-seq` commands and `benchmarks/` make it at start-up.
+    call; the `keras-seq` commands and the benchmark workers
+    (`benchmarks/worker.py`) make it at start-up.
     TensorFlow recommends tcmalloc for the same reason; this needs no
     extra library.
 
