@@ -102,7 +102,7 @@ class LanguageModel(_ConfigModel):
         Args:
             token_ids: (B, 1) the token at position `index`.
             index: its position.
-            caches: (num_layers, B, 2, L, N, H) stacked caches.
+            caches: (num_layers, B, 2, N, L, H) stacked caches.
 
         Returns:
             (B, V) logits of the token at `index + 1` and the updated caches.
@@ -192,8 +192,7 @@ class LanguageModel(_ConfigModel):
 
     def _empty_caches(self, batch_size, length):
         attention = self.decoder_blocks[0]._self_attention
-        shape = (len(self.decoder_blocks), batch_size, 2, length)
-        shape += (attention.num_heads, attention.key_dim)
+        shape = (len(self.decoder_blocks),) + attention.cache_shape(batch_size, length)
         return ops.zeros(shape, dtype=self.compute_dtype)
 
     def beam_search(

@@ -225,14 +225,14 @@ class Translator(TokenIdsModel):
         """Keys and values of z* for every decoder block, computed once.
 
         Returns:
-            A tuple with one (B, 2, S, N, H) cache per decoder block.
+            A tuple with one (B, 2, N, S, H) cache per decoder block.
         """
         return tuple(
             b.compute_cross_attention_cache(encoded) for b in self.decoder_blocks
         )
 
     def empty_self_attention_caches(self, batch_size, length):
-        """Zeroed self-attention caches, one (B, 2, L, N, H) per block.
+        """Zeroed self-attention caches, one (B, 2, N, L, H) per block.
 
         A tuple of separate tensors, not one stacked tensor: a compiled
         decoding loop then updates each in place, where slicing a block's
@@ -240,7 +240,7 @@ class Translator(TokenIdsModel):
         cache at every step.
         """
         attention = self.decoder_blocks[0]._self_attention
-        shape = (batch_size, 2, length, attention.num_heads, attention.key_dim)
+        shape = attention.cache_shape(batch_size, length)
         return tuple(
             ops.zeros(shape, dtype=self.compute_dtype)
             for _ in range(self.num_decoder_layers)
@@ -437,7 +437,7 @@ class Translator(TokenIdsModel):
             )
 
         def reorder(caches, rows):
-            # Each (B*K, 2, M, N, H).
+            # Each (B*K, 2, N, M, H).
             return tuple(ops.take(cache, rows, axis=0) for cache in caches)
 
         return generation.beam_search(

@@ -29,7 +29,7 @@ class TransformerDecoderBlock(TransformerBlock):
     parameters. Built without an encoder sequence it has no cross
     attention, which is the block of a decoder-only language model.
 
-    For incremental decoding, pass `self_attention_cache` (B, 2, L, N, H)
+    For incremental decoding, pass `self_attention_cache` (B, 2, N, L, H)
     with `self_attention_cache_update_index`: the keys and values of the new
     tokens are written into the cache and the causal mask starts at that
     index. Cross-attention keys and values depend only on the source, so
@@ -47,10 +47,11 @@ class TransformerDecoderBlock(TransformerBlock):
             of `decoder_sequence`.
         encoder_padding_mask: (B, S) boolean, the key mask of cross
             attention; defaults to the implicit mask of `encoder_sequence`.
-        self_attention_cache: (B, 2, L, N, H) keys and values so far.
+        self_attention_cache: (B, 2, N, L, H) keys and values so far,
+            heads first (`MultiHeadAttention.cache_shape`).
         self_attention_cache_update_index: int or scalar tensor, the
             position of the first new token.
-        cross_attention_cache: (B, 2, S, N, H) precomputed cross-attention
+        cross_attention_cache: (B, 2, N, S, H) precomputed cross-attention
             keys and values.
         use_causal_mask: bool, mask future positions in self attention.
         return_attention_scores: bool, also return the cross-attention
@@ -98,7 +99,7 @@ class TransformerDecoderBlock(TransformerBlock):
         self.built = True
 
     def compute_cross_attention_cache(self, encoder_sequence):
-        """Cross-attention keys and values of a source, (B, 2, S, N, H)."""
+        """Cross-attention keys and values of a source, (B, 2, N, S, H)."""
         if self._cross_attention is None:
             raise ValueError(
                 "This block was built without cross attention (no "

@@ -165,7 +165,7 @@ def test_cached_decoding_equals_causal_pass(implementation):
     layer = MultiHeadAttention(N, H, attention_implementation=implementation)
     x = _random(B, T, D)
     full = layer(x, x, use_causal_mask=True)
-    cache = np.zeros((B, 2, T, N, H), "float32")
+    cache = np.zeros((B, 2, N, T, H), "float32")
     steps = []
     for t in range(T):
         out, cache = layer(
@@ -183,7 +183,7 @@ def test_cache_prefill_then_step():
     layer = MultiHeadAttention(N, H)
     x = _random(B, T, D)
     full = np.asarray(layer(x, x, use_causal_mask=True))
-    cache = np.zeros((B, 2, T, N, H), "float32")
+    cache = np.zeros((B, 2, N, T, H), "float32")
     out, cache = layer(
         x[:, :3],
         x[:, :3],
@@ -200,6 +200,26 @@ def test_cache_prefill_then_step():
         use_causal_mask=True,
     )
     assert_all_close(out, full[:, 3:4], atol=1e-5)
+
+
+def test_cache_holds_keys_and_values_heads_first():
+    layer = MultiHeadAttention(N, H)
+    x, z = _random(B, T, D), _random(B, S, D, seed=1)
+    assert layer.cache_shape(B, T) == (B, 2, N, T, H)
+    _, cache = layer(
+        x, x, cache=np.zeros(layer.cache_shape(B, T), "float32"), cache_update_index=0
+    )
+    keys = np.asarray(layer._key_dense(x))  # (B, T, N, H)
+    values = np.asarray(layer._value_dense(x))
+    cache = np.asarray(cache)
+    assert cache.shape == (B, 2, N, T, H)
+    assert_all_close(cache[:, 0], keys.transpose(0, 2, 1, 3), atol=1e-6)
+    assert_all_close(cache[:, 1], values.transpose(0, 2, 1, 3), atol=1e-6)
+    fixed = np.asarray(layer.compute_cache(z))
+    assert fixed.shape == (B, 2, N, S, H)
+    assert_all_close(
+        fixed[:, 0], np.asarray(layer._key_dense(z)).transpose(0, 2, 1, 3), atol=1e-6
+    )
 
 
 def test_fixed_cache_equals_cross_attention():
@@ -351,7 +371,14 @@ class TestErrors:
             layer(
                 x,
                 x,
-                cache=np.zeros((B, 2, T, N, H + 1), "float32"),
+                cache=np.zeros((B, 2, N, T, H + 1), "float32"),
+                cache_update_index=0,
+            )
+        with pytest.raises(ValueError, match="`cache` must have shape"):
+            layer(  # Positions before heads: the layout of keras-hub's caches.
+                x,
+                x,
+                cache=np.zeros((B, 2, T, N, H), "float32"),
                 cache_update_index=0,
             )
 

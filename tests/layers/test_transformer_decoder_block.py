@@ -24,7 +24,7 @@ def _padding(lengths, length):
 def _decode_step_by_step(block, x, z=None, encoder_padding_mask=None):
     """Feed `x` one position at a time through the self-attention cache."""
     batch, length = x.shape[:2]
-    cache = np.zeros((batch, 2, length, N, H), "float32")
+    cache = np.zeros((batch, 2, N, length, H), "float32")
     cross_cache, steps = None, []
     for t in range(length):
         out, cache, cross_cache = block(
