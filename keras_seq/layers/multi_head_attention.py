@@ -441,9 +441,7 @@ class MultiHeadAttention(keras.layers.Layer):
             causal_offset=cache_update_index if updating else None,
         )
         if cache is not None:
-            context, scores = self._cached_attention(
-                query_heads, cache, mask, training
-            )
+            context, scores = self._cached_attention(query_heads, cache, mask, training)
         elif self._use_fused(return_attention_scores, training):
             context = self._fused_attention(query_heads, keys, values, mask)
             scores = None
