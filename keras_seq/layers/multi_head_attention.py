@@ -62,8 +62,9 @@ class MultiHeadAttention(keras.layers.Layer):
     Two numerically equivalent paths compute the attention: a fused one
     through `keras.ops.dot_product_attention`, and an explicit einsum and
     softmax, used when attention scores are returned or attention dropout
-    is active. With a cache, whose keys and values are stored heads first,
-    the explicit computation runs in that order.
+    is active. With a cache (keys and values stacked heads first) the
+    explicit computation always runs, over the whole stack
+    (`_cached_attention`).
 
     Args:
         num_heads: int, number of heads N.
@@ -388,7 +389,8 @@ class MultiHeadAttention(keras.layers.Layer):
             cache = ops.slice_update(
                 cache, [0, 0, 0, cache_update_index, 0], new
             )  # (B, 2, N, S, H)
-        return cache[:, 0, ...], cache[:, 1, ...], cache
+        # `_cached_attention` reads keys and values from the stack itself.
+        return None, None, cache
 
     def call(
         self,
@@ -429,11 +431,11 @@ class MultiHeadAttention(keras.layers.Layer):
         query_heads = self._project(self._query_dense, query)  # (B, T, N, H)
         keys, values, cache = self._keys_and_values(
             value, key, cache, cache_update_index
-        )  # (B, S, N, H) and (B, S, N, V); heads first, (B, N, S, H), if cached
+        )  # (B, S, N, H) and (B, S, N, V), or only the (B, 2, N, S, H) cache
         mask = self._attention_mask(
             query,
-            keys,
-            1 if cache is None else 2,
+            keys if cache is None else cache,
+            1 if cache is None else 3,  # the axis of the key positions
             query_mask,
             key_mask,
             attention_mask,
