@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
+from keras_seq.layers.dropout import Dropout
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
@@ -50,7 +51,7 @@ def _encoder_stack(config, token_ids):
         name="token_embedding",
     )
     x = embedding(token_ids)  # (B, T, D), carries the padding mask
-    x = keras.layers.Dropout(config["dropout"], name="embedding_dropout")(x)
+    x = Dropout(config["dropout"], name="embedding_dropout")(x)
     for i in range(config["num_layers"]):
         x = TransformerEncoderBlock(
             num_heads=config["num_heads"],
@@ -130,7 +131,7 @@ class Classifier(_ConfigModel):
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         _, x = _encoder_stack(config, token_ids)
         pooled = MaskedMeanPooling(name="pooling")(x)  # (B, D)
-        pooled = keras.layers.Dropout(config["dropout"], name="pooled_dropout")(pooled)
+        pooled = Dropout(config["dropout"], name="pooled_dropout")(pooled)
         logits = keras.layers.Dense(num_classes, name="logits")(pooled)  # (B, C)
         super().__init__(inputs=token_ids, outputs=logits, name=name)
         self._store_config({**config, "num_classes": num_classes})

@@ -12,6 +12,7 @@ from keras import ops
 
 from keras_seq import generation
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
+from keras_seq.layers.dropout import Dropout
 from zoo import presets as presets_lib
 from zoo.common import check_positive_int, final_norm, resolve_config
 from zoo.encoders import _ConfigModel
@@ -82,7 +83,7 @@ class LanguageModel(_ConfigModel):
 
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         x = embedding(token_ids)  # (B, T, D)
-        x = keras.layers.Dropout(config["dropout"], name="embedding_dropout")(x)
+        x = Dropout(config["dropout"], name="embedding_dropout")(x)
         for block in blocks:
             x = block(x)
         x = norm(x)

@@ -1,5 +1,6 @@
 """Public layers of keras-seq, one per module."""
 
+from keras_seq.layers.dropout import Dropout
 from keras_seq.layers.learned_positional_embedding import (
     LearnedPositionalEmbedding,
 )
@@ -16,6 +17,7 @@ from keras_seq.layers.transformer_decoder_block import TransformerDecoderBlock
 from keras_seq.layers.transformer_encoder_block import TransformerEncoderBlock
 
 __all__ = [
+    "Dropout",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
     "PositionwiseFeedForward",

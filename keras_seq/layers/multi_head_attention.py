@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
+from keras_seq.layers.dropout import Dropout
 
 IMPLEMENTATIONS = ("auto", "fused", "explicit")
 
@@ -199,9 +200,7 @@ class MultiHeadAttention(keras.layers.Layer):
             "btnv,nvd->btd", (None, output_dim), "d", "attention_output"
         )
         self._output_dense.build(tuple(query_shape[:-1]) + (n, v))
-        self._dropout_layer = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy
-        )
+        self._dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
     def _project(self, dense, x):
