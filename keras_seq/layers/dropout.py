@@ -8,17 +8,14 @@ step's processor time for the `small` translator. A keep-or-drop decision
 needs far fewer bits than 32, so this layer splits each 30-bit draw into
 three 10-bit numbers, one per element, and keeps an element when its
 number is at least `round(rate * 1024)`. On TensorFlow with XLA this made
-the `small` translator's training step about 10% faster; without XLA, and
-on JAX, it was as fast as Keras's (see benchmarks/README.md).
+the `small` translator's training step 5-10% faster; without XLA, and on
+JAX, it was as fast as Keras's (see benchmarks/README.md).
 
 The rate is realised to a multiple of 1/1024 (0.1 becomes 102/1024 =
 0.0996), and kept elements are scaled by the inverse of the realised keep
 probability, so the output's expectation is exactly the input. A rate
 that 1/1024 steps cannot match within 1% (0.01 -> 0.0098) is left to
 `keras.random.dropout`, which draws a number per element.
-
-Shape legend:
-    n: the number of elements of the mask (the noise shape's product)
 """
 
 import math
@@ -108,8 +105,9 @@ class Dropout(keras.layers.Dropout):
     The same arguments, configuration and behaviour as
     `keras.layers.Dropout`, except that the mask comes from
     `packed_dropout`: a rate is realised to a multiple of 1/1024 (0.1
-    becomes 0.0996; one within 1% of none falls back to Keras's mask) and
-    the kept elements are scaled so the expectation is unchanged. Every
+    becomes 0.0996; a rate no multiple matches within 1% gets Keras's
+    mask) and the kept elements are scaled so the expectation is
+    unchanged. Every
     dropout of keras-seq's Transformer layers and builders is this one.
 
     Example:
