@@ -47,12 +47,15 @@ def _demo(args):
 
     _check_average_epochs(args)
     os.makedirs(args.output_dir, exist_ok=True)
-    corpus = load_trans_de_en(args.corpus, include_phrases=args.phrases)
+    corpus = load_trans_de_en(
+        args.corpus, include_phrases=args.phrases, include_variants=args.variants
+    )
     if args.train_pairs:
         corpus = dataclasses.replace(corpus, train=corpus.train[: args.train_pairs])
     print(
         f"trans-de-en: {len(corpus.train):,} training pairs "
-        f"({corpus.phrases_added:,} dictionary phrases), "
+        f"({corpus.phrases_added:,} dictionary phrases, "
+        f"{corpus.variants_added:,} further sentences), "
         f"{len(corpus.validation):,} validation, {len(corpus.test):,} test",
         flush=True,
     )
@@ -163,13 +166,13 @@ def _listdir(path):
     return os.listdir(path) if os.path.isdir(path) else []
 
 
-def _translation_corpus(data, phrases=False):
+def _translation_corpus(data, variants=False):
     from keras_seq.data import load_trans_de_en, load_tsv_pairs, split_pairs
 
     if data in ("trans-de-en", None):
-        return load_trans_de_en(include_phrases=phrases)
+        return load_trans_de_en(include_variants=variants)
     if data.endswith("/de-en") or os.path.basename(data) == "de-en":
-        return load_trans_de_en(data, include_phrases=phrases)
+        return load_trans_de_en(data, include_variants=variants)
     _check_file(data)
     return split_pairs(load_tsv_pairs(data))
 
@@ -267,7 +270,7 @@ def _train(args):
     }
     run = {"data": args.data, "preset": args.preset, "seed": args.seed}
     if args.family in model_dir.TRANSLATORS:
-        corpus = _translation_corpus(args.data)
+        corpus = _translation_corpus(args.data, variants=args.variants)
         result = recipe.train_translator(
             corpus,
             output_dir,
@@ -561,6 +564,12 @@ def _bench(args):
     return run.main(argv)
 
 
+VARIANTS_HELP = (
+    "add the dictionary's further sentence pairs (other synonyms, slashed "
+    "alternatives) to the training set"
+)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-seq", description="Sequence models for Keras 3."
@@ -597,6 +606,12 @@ def build_parser():
         default=False,
         help="add the dictionary's phrase pairs to the training set",
     )
+    demo.add_argument(
+        "--variants",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help=VARIANTS_HELP,
+    )
     demo.set_defaults(run=_demo)
 
     train = commands.add_parser("train", help="train a model family on a corpus")
@@ -621,6 +636,12 @@ def build_parser():
         type=int,
         default=1,
         help="translators: end with the mean weights of the last N epochs",
+    )
+    train.add_argument(
+        "--variants",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="translators on trans-de-en: " + VARIANTS_HELP,
     )
     train.add_argument(
         "--strategy",

@@ -56,6 +56,8 @@ _ITEM_END = re.compile(r"[.!?]\s*(?:[;|]|$)")
 _PLACEHOLDER_END = re.compile(r"(?:^|[\s/(])(?:sth|sb|etw|jd|jdn|jdm|jds)\.$")
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = (".", "!", "?")
+# Word alternatives written with a slash and no spaces: `Regel/Tage`.
+_WORD_ALTERNATIVES = re.compile(r"\b(\w+)(?:/\w+)+\b")
 
 # Separators inside parentheses are hidden behind these characters while a
 # side is split, so that `(für; gegen)` stays one note.
@@ -81,12 +83,15 @@ class TranslationCorpus:
         test: list of pairs.
         phrases_added: how many dictionary phrase pairs were appended to
             `train` (only `load_trans_de_en(include_phrases=True)` adds any).
+        variants_added: how many further sentence pairs were appended to
+            `train` (only `load_trans_de_en(include_variants=True)` adds any).
     """
 
     train: list
     validation: list
     test: list
     phrases_added: int = 0
+    variants_added: int = 0
 
 
 def _hide(match):
@@ -339,7 +344,84 @@ def _unleaked_phrases(candidates, corpus):
     return phrases
 
 
-def load_trans_de_en(path=TRANS_DE_EN_PATH, include_phrases=False):
+def _first_alternatives(text):
+    """`Sie hat ihre Regel/Tage.` -> `Sie hat ihre Regel.`; `None` when a
+    slash stands between spaces (`angebracht / angezeigt`), whose
+    alternatives may span several words."""
+    text = _WORD_ALTERNATIVES.sub(r"\1", text)
+    return None if "/" in text else text
+
+
+def _variant_pairs(line):
+    """Sentence pairs of a prepared line that `_aligned_pairs` leaves out.
+
+    Two kinds: the further synonyms of an alternative whose sides list
+    different numbers of synonyms (`Zu dumm!; Wie dumm! :: What a
+    nuisance!` gives `Wie dumm!` -> `What a nuisance!`; `_align` keeps only
+    the first two), and sentences with word alternatives written with a
+    slash, reduced to the first alternative of each (`Sie hat ihre
+    Regel/Tage.` -> `Sie hat ihre Regel.`).
+    """
+    german, separator, english = line.partition(" :: ")
+    if not separator or " :: " in english:
+        return []
+    reveal = _HIDDEN["("] in line
+    german = _split_side(german, reveal)
+    english = _split_side(english, reveal)
+    if len(german) != len(english):
+        return []
+    pairs = []
+    for german_synonyms, english_synonyms in zip(german, english):
+        if not german_synonyms or not english_synonyms:
+            continue
+        if len(german_synonyms) == len(english_synonyms):
+            candidates = list(zip(german_synonyms, english_synonyms))
+        else:
+            first_german, first_english = german_synonyms[0], english_synonyms[0]
+            candidates = [(first_german, first_english)]
+            candidates += [(other, first_english) for other in german_synonyms[1:]]
+            candidates += [(first_german, other) for other in english_synonyms[1:]]
+        for position, (de, en) in enumerate(candidates):
+            slashed = "/" in de or "/" in en
+            if not slashed and (position == 0 or len(candidates) == 1):
+                continue  # Already one of the split's sentence pairs.
+            if slashed:
+                de, en = _first_alternatives(de), _first_alternatives(en)
+            if de and en and _is_sentence(de) and _is_sentence(en):
+                pairs.append((de, en))
+    return pairs
+
+
+def _unleaked_variants(candidates, corpus):
+    """Variant pairs that repeat no side of a held-out pair.
+
+    A variant is left out when its German or its English, as lower-cased
+    words, is the German or English of a validation or test pair: a
+    synonym of a test sentence would otherwise bring its reference
+    translation into training.
+    """
+    held_out = set()
+    for german, english in corpus.validation + corpus.test:
+        held_out.add((0, tuple(_WORD.findall(german.lower()))))
+        held_out.add((1, tuple(_WORD.findall(english.lower()))))
+    seen = set(corpus.train) | set(corpus.validation) | set(corpus.test)
+    variants = []
+    for pair in candidates:
+        if pair in seen:
+            continue
+        seen.add(pair)
+        if any(
+            (side, tuple(_WORD.findall(text.lower()))) in held_out
+            for side, text in enumerate(pair)
+        ):
+            continue
+        variants.append(pair)
+    return variants
+
+
+def load_trans_de_en(
+    path=TRANS_DE_EN_PATH, include_phrases=False, include_variants=False
+):
     """Loads the German–English example sentences of `trans-de-en`.
 
     Every line is parsed as in `parse_trans_line`; the pairs where both sides
@@ -347,7 +429,8 @@ def load_trans_de_en(path=TRANS_DE_EN_PATH, include_phrases=False):
     cleaning) are kept, in file order, and split with `split_pairs`: unique
     pairs numbered from 0 in file order, `n % 20 == 0` is the test set,
     `n % 20 == 1` the validation set, the rest the training set. This split
-    is a contract: it does not depend on a seed, nor on `include_phrases`.
+    is a contract: it does not depend on a seed, nor on `include_phrases`
+    or `include_variants`.
 
     With the dictionary of Debian's `trans-de-en` 1.9-6 this gives 17,958
     sentence pairs: 16,162 for training, 898 for validation, 898 for test;
@@ -362,6 +445,14 @@ def load_trans_de_en(path=TRANS_DE_EN_PATH, include_phrases=False):
             and consecutively, in a validation or test sentence of the same
             language, so that no held-out text leaks into training. Their
             number is `phrases_added`.
+        include_variants: when `True`, the dictionary's other sentence
+            pairs are appended to `train` (after the phrases, if any): the
+            further synonyms of a sentence (`Zu dumm!; Wie dumm! :: What a
+            nuisance!` adds `Wie dumm!` -> `What a nuisance!`) and
+            sentences with slashed word alternatives reduced to the first
+            (`Regel/Tage` -> `Regel`), except those whose German or English
+            words are those of a validation or test sentence. Their number
+            is `variants_added`.
 
     Returns:
         A `TranslationCorpus` of `(german, english)` pairs.
@@ -377,21 +468,30 @@ def load_trans_de_en(path=TRANS_DE_EN_PATH, include_phrases=False):
     """
     sentences = []
     phrases = []
+    variants = []
     for line in _read_trans_lines(path):
-        if not include_phrases and not _may_hold_sentences(line):
+        may_hold_sentences = _may_hold_sentences(line)
+        if not include_phrases and not may_hold_sentences:
             continue
         for german, english in _aligned_pairs(line):
             if _is_sentence(german) and _is_sentence(english):
                 sentences.append((german, english))
             elif include_phrases and _is_phrase_pair(german, english):
                 phrases.append((german, english))
+        if include_variants and may_hold_sentences:
+            variants.extend(_variant_pairs(line))
     corpus = split_pairs(sentences)
-    if not include_phrases:
-        return corpus
-    phrases = _unleaked_phrases(phrases, corpus)
-    return dataclasses.replace(
-        corpus, train=corpus.train + phrases, phrases_added=len(phrases)
-    )
+    if include_phrases:
+        phrases = _unleaked_phrases(phrases, corpus)
+        corpus = dataclasses.replace(
+            corpus, train=corpus.train + phrases, phrases_added=len(phrases)
+        )
+    if include_variants:
+        variants = _unleaked_variants(variants, corpus)
+        corpus = dataclasses.replace(
+            corpus, train=corpus.train + variants, variants_added=len(variants)
+        )
+    return corpus
 
 
 def _check_utf8(path):

@@ -224,6 +224,64 @@ def test_phrases_never_leak_held_out_text(tmp_path):
     assert corpus.phrases_added == 3
 
 
+# Further sentence pairs (variants) and leakage.
+
+
+def test_variants_add_synonyms_and_first_alternatives(tmp_path):
+    lines = [
+        # Sentence 0: test. Sentence 1: validation. Sentence 2 on: training.
+        "Es regnet. :: It is raining.",
+        "Ich bin müde. :: I am tired.",
+        # Synonyms beyond the aligned first pair, on either side.
+        "Zu dumm!; Wie dumm! :: What a nuisance!",
+        "Das ist mein Platz. :: This is my seat.; That seat is mine.",
+        # Slashed word alternatives, first kept; not among the sentences.
+        "Regel {f} | Sie hat ihre Regel/Tage. :: period | She has her period.",
+        # Alternatives between spaces may span words: not reduced, not added.
+        "Das ist angebracht / angezeigt. :: That is warranted.",
+        # A synonym of the test sentence would bring its reference: left out.
+        "Es regnet.; Es gießt. :: It is raining.",
+        # A synonym whose German is the validation sentence's: left out.
+        "Ich bin erschöpft.; Ich bin müde! :: I am exhausted.",
+        # Equal numbers of synonyms are aligned by position already.
+        "Hallo!; Servus! :: Hello!; Hi!",
+    ]
+    path = os.fspath(write_lines(tmp_path / "de-en", lines))
+    sentences = load_trans_de_en(path)
+    corpus = load_trans_de_en(path, include_variants=True)
+    assert sentences.test == [("Es regnet.", "It is raining.")]
+    assert sentences.validation == [("Ich bin müde.", "I am tired.")]
+    assert corpus.test == sentences.test
+    assert corpus.validation == sentences.validation
+    assert corpus.train[: len(sentences.train)] == sentences.train
+    assert ("Hallo!", "Hello!") in sentences.train
+    assert ("Servus!", "Hi!") in sentences.train
+    assert corpus.train[len(sentences.train) :] == [
+        ("Wie dumm!", "What a nuisance!"),
+        ("Das ist mein Platz.", "That seat is mine."),
+        ("Sie hat ihre Regel.", "She has her period."),
+    ]
+    assert corpus.variants_added == 3
+    assert corpus.phrases_added == 0
+
+
+def test_variants_come_after_phrases(tmp_path):
+    lines = [
+        "Es regnet. :: It is raining.",
+        "Ich bin müde. :: I am tired.",
+        "Zu dumm!; Wie dumm! :: What a nuisance!",
+        "bellen {vi} :: to bark",
+    ]
+    path = os.fspath(write_lines(tmp_path / "de-en", lines))
+    corpus = load_trans_de_en(path, include_phrases=True, include_variants=True)
+    assert corpus.train == [
+        ("Zu dumm!", "What a nuisance!"),
+        ("bellen", "to bark"),
+        ("Wie dumm!", "What a nuisance!"),
+    ]
+    assert (corpus.phrases_added, corpus.variants_added) == (1, 1)
+
+
 # TSV files.
 
 
@@ -304,6 +362,7 @@ def test_missing_dictionary_says_how_to_install_it(tmp_path):
 REAL_SENTENCE_PAIRS = 17_958
 REAL_SPLIT_SIZES = (16_162, 898, 898)
 REAL_PHRASES_ADDED = 377_241
+REAL_VARIANTS_ADDED = 3_248
 
 
 @pytest.fixture(scope="module")
@@ -342,6 +401,28 @@ def test_real_phrases_keep_the_sentence_split(real_corpora):
     assert with_phrases.validation == corpus.validation
     assert with_phrases.train[: len(corpus.train)] == corpus.train
     assert len(with_phrases.train) == len(corpus.train) + REAL_PHRASES_ADDED
+
+
+def test_real_variants_keep_the_split_and_repeat_no_held_out_side(real_corpora):
+    corpus, _ = real_corpora
+    with_variants = load_trans_de_en(include_variants=True)
+    assert with_variants.variants_added == REAL_VARIANTS_ADDED
+    assert with_variants.test == corpus.test
+    assert with_variants.validation == corpus.validation
+    assert with_variants.train[: len(corpus.train)] == corpus.train
+    variants = with_variants.train[len(corpus.train) :]
+    assert len(variants) == REAL_VARIANTS_ADDED == len(set(variants))
+
+    def words(text):
+        return tuple(re.findall(r"\w+", text.lower()))
+
+    held_out = corpus.validation + corpus.test
+    for side in (0, 1):
+        held_out_sides = {words(pair[side]) for pair in held_out}
+        assert not any(words(pair[side]) in held_out_sides for pair in variants)
+    for german, english in variants:
+        assert german[-1] in ".!?" and english[-1] in ".!?"
+        assert "/" not in german + english
 
 
 def occurs_on_word_boundaries(phrase, text):
