@@ -46,12 +46,20 @@ def _demo(args):
     from keras_seq.text import END_ID
 
     _check_average_epochs(args)
+    if args.train_pairs is not None and args.train_pairs < 1:
+        raise UserError(
+            f"--train-pairs must be at least 1; received {args.train_pairs}"
+        )
     os.makedirs(args.output_dir, exist_ok=True)
     corpus = load_trans_de_en(
         args.corpus, include_phrases=args.phrases, include_variants=args.variants
     )
-    if args.train_pairs:
-        corpus = dataclasses.replace(corpus, train=corpus.train[: args.train_pairs])
+    if args.train_pairs is not None:
+        # A random subset (the seed's), so that smaller training sets cover
+        # the whole dictionary rather than its first letters.
+        count = min(args.train_pairs, len(corpus.train))
+        picked = random.Random(args.seed).sample(corpus.train, count)
+        corpus = dataclasses.replace(corpus, train=picked)
     print(
         f"trans-de-en: {len(corpus.train):,} training pairs "
         f"({corpus.phrases_added:,} dictionary phrases, "
@@ -592,7 +600,10 @@ def build_parser():
         "--corpus", default="/usr/share/trans/de-en", help="the trans-de-en file"
     )
     demo.add_argument(
-        "--train-pairs", type=int, default=None, help="use only the first N pairs"
+        "--train-pairs",
+        type=int,
+        default=None,
+        help="train on a random N of the training pairs (drawn with --seed)",
     )
     demo.add_argument(
         "--average-epochs",

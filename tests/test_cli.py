@@ -51,6 +51,15 @@ def test_average_epochs_below_one_is_refused(tmp_path, command):
     assert message == "keras-seq: --average-epochs must be at least 1; received 0"
 
 
+def test_demo_train_pairs_below_one_is_refused(tmp_path):
+    out = tmp_path / "demo"
+    result = _run("demo", "--train-pairs", "0", "--output-dir", str(out), timeout=120)
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == "keras-seq: --train-pairs must be at least 1; received 0"
+    assert not out.exists()  # Refused before anything is written.
+
+
 def test_unknown_command_exits_nonzero():
     result = _run("fly", timeout=60)
     assert result.returncode == 2
