@@ -187,14 +187,20 @@ def _aligned_pairs(line):
         if reveal:
             german, english = _reveal(german), _reveal(english)
         return [(german, english)] if german and english else []
+    pairs = []
+    for german_synonyms, english_synonyms in _alternatives(german, english, reveal):
+        pairs.extend(_align(german_synonyms, english_synonyms))
+    return pairs
+
+
+def _alternatives(german, english, reveal):
+    """(German synonyms, English synonyms) of each alternative of a line's
+    two sides; empty when the sides list different numbers of them."""
     german = _split_side(german, reveal)
     english = _split_side(english, reveal)
     if len(german) != len(english):
         return []
-    pairs = []
-    for german_synonyms, english_synonyms in zip(german, english):
-        pairs.extend(_align(german_synonyms, english_synonyms))
-    return pairs
+    return list(zip(german, english))
 
 
 def parse_trans_line(line, kind="sentences"):
@@ -365,13 +371,10 @@ def _variant_pairs(line):
     german, separator, english = line.partition(" :: ")
     if not separator or " :: " in english:
         return []
-    reveal = _HIDDEN["("] in line
-    german = _split_side(german, reveal)
-    english = _split_side(english, reveal)
-    if len(german) != len(english):
-        return []
     pairs = []
-    for german_synonyms, english_synonyms in zip(german, english):
+    for german_synonyms, english_synonyms in _alternatives(
+        german, english, _HIDDEN["("] in line
+    ):
         if not german_synonyms or not english_synonyms:
             continue
         if len(german_synonyms) == len(english_synonyms):
