@@ -174,12 +174,17 @@ def _listdir(path):
     return os.listdir(path) if os.path.isdir(path) else []
 
 
+def _is_trans_de_en(data):
+    """`--data` names the trans-de-en dictionary (or leaves it the default)."""
+    return data in ("trans-de-en", None) or os.path.basename(data) == "de-en"
+
+
 def _translation_corpus(data, variants=False):
     from keras_seq.data import load_trans_de_en, load_tsv_pairs, split_pairs
 
     if data in ("trans-de-en", None):
         return load_trans_de_en(include_variants=variants)
-    if data.endswith("/de-en") or os.path.basename(data) == "de-en":
+    if _is_trans_de_en(data):
         return load_trans_de_en(data, include_variants=variants)
     _check_file(data)
     return split_pairs(load_tsv_pairs(data))
@@ -264,6 +269,13 @@ def _train(args):
         raise UserError(
             "--average-epochs applies to translator and rnn-translator; "
             f"received {args.average_epochs} for {args.family}"
+        )
+    if args.variants and (
+        args.family not in model_dir.TRANSLATORS or not _is_trans_de_en(args.data)
+    ):
+        raise UserError(
+            "--variants applies to translators on the trans-de-en dictionary; "
+            f"received {args.family} on {args.data or 'its default corpus'}"
         )
     output_dir = args.output_dir or os.path.join("runs", args.family)
     os.makedirs(output_dir, exist_ok=True)

@@ -60,6 +60,23 @@ def test_demo_train_pairs_below_one_is_refused(tmp_path):
     assert not out.exists()  # Refused before anything is written.
 
 
+@pytest.mark.parametrize(
+    "family, data",
+    [("classifier", "movie-reviews"), ("translator", "pairs.tsv")],
+)
+def test_train_variants_outside_the_dictionary_is_refused(tmp_path, family, data):
+    result = _run(
+        "train", family, "--data", data, "--variants",
+        "--output-dir", str(tmp_path / "run"), timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == (
+        "keras-seq: --variants applies to translators on the trans-de-en "
+        f"dictionary; received {family} on {data}"
+    )
+
+
 def test_unknown_command_exits_nonzero():
     result = _run("fly", timeout=60)
     assert result.returncode == 2
