@@ -375,21 +375,17 @@ def _variant_pairs(line):
     for german_synonyms, english_synonyms in _alternatives(
         german, english, _HIDDEN["("] in line
     ):
-        if not german_synonyms or not english_synonyms:
-            continue
-        if len(german_synonyms) == len(english_synonyms):
-            candidates = list(zip(german_synonyms, english_synonyms))
-        else:
-            first_german, first_english = german_synonyms[0], english_synonyms[0]
-            candidates = [(first_german, first_english)]
+        aligned = _align(german_synonyms, english_synonyms)
+        candidates = list(aligned)
+        if aligned and len(german_synonyms) != len(english_synonyms):
+            first_german, first_english = aligned[0]
             candidates += [(other, first_english) for other in german_synonyms[1:]]
             candidates += [(first_german, other) for other in english_synonyms[1:]]
-        for position, (de, en) in enumerate(candidates):
-            slashed = "/" in de or "/" in en
-            if not slashed and (position == 0 or len(candidates) == 1):
-                continue  # Already one of the split's sentence pairs.
-            if slashed:
+        for de, en in candidates:
+            if "/" in de or "/" in en:
                 de, en = _first_alternatives(de), _first_alternatives(en)
+            elif (de, en) in aligned:
+                continue  # `_aligned_pairs` gives it already.
             if de and en and _is_sentence(de) and _is_sentence(en):
                 pairs.append((de, en))
     return pairs
