@@ -181,7 +181,16 @@ def main(argv=None):
         help="run the (single) backend in this process",
     )
     args = parser.parse_args(argv)
-    args.torch = args.torch and _torch_available()
+    if args.torch and not _torch_available():
+        # The PyTorch peer is part of every published table: say so loudly
+        # rather than write tables that silently lack it.
+        print(
+            "warning: torch is not installed, so torch.nn.Transformer is left "
+            "out; install it with `.venv/bin/pip install -r "
+            "benchmarks/requirements.txt` (or pass --no-torch)",
+            file=sys.stderr,
+        )
+        args.torch = False
 
     began = time.perf_counter()
     results = {
