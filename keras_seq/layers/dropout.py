@@ -25,8 +25,8 @@ benchmarks/README.md, "Dropout masks, hashed").
 A hash is not a cryptographic generator, and dropout does not need one:
 the masks' tests check the drop rate, the expectation, that neighbouring
 positions and successive calls are independent, seeds and noise shapes.
-On backends other than TensorFlow and JAX (whose unsigned 32-bit integer
-arithmetic the hash needs) the mask is `keras.random.dropout`'s.
+The hash needs wrap-around unsigned 32-bit arithmetic, which TensorFlow
+and JAX have; on other backends the mask is `keras.random.dropout`'s.
 """
 
 import math
