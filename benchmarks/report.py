@@ -152,19 +152,33 @@ def decoding_section(results):
             def ms(key, d=d):
                 return d[key]["ms"] if key in d else None
 
+            def spread(numerator, denominator, digits, d=d):
+                """Each process's own ratio, where several processes ran."""
+                top = d[numerator].get("process_ms", [])
+                bottom = d[denominator].get("process_ms", [])
+                if len(top) < 2 or len(top) != len(bottom):
+                    return ""
+                each = ", ".join(f"{a / b:.{digits}f}x" for a, b in zip(top, bottom))
+                return f" (per process: {each})"
+
             facts = []
-            cached, recompute = (
-                ms(f"{OURS} | cached greedy"),
-                ms(f"{OURS} | recompute greedy"),
-            )
+            cached_key = f"{OURS} | cached greedy"
+            cached, recompute = ms(cached_key), ms(f"{OURS} | recompute greedy")
             hub = ms(f"{HUB} | cached greedy")
             if cached and hub:
-                facts.append(f"ours {hub / cached:.2f}x keras-hub's cached decoder")
+                facts.append(
+                    f"ours {hub / cached:.2f}x keras-hub's cached decoder"
+                    + spread(f"{HUB} | cached greedy", cached_key, 2)
+                )
             if cached and recompute:
-                facts.append(f"recomputing takes {recompute / cached:.1f}x as long")
+                facts.append(
+                    f"recomputing takes {recompute / cached:.1f}x as long"
+                    + spread(f"{OURS} | recompute greedy", cached_key, 1)
+                )
             if cached and ms(f"{OURS} | beam"):
                 facts.append(
                     f"beam 4 costs {ms(f'{OURS} | beam') / cached:.2f}x greedy"
+                    + spread(f"{OURS} | beam", cached_key, 2)
                 )
             lines.append(f"- {backend}, batch {batch}: " + "; ".join(facts) + ".")
     return "\n".join(lines) + "\n"
@@ -336,6 +350,20 @@ def targets_section(results, peak, cpu_peak=None):
     return "### Targets\n\n" + "\n".join(lines) + "\n"
 
 
+def _decoding_processes_note(results):
+    counts = {
+        w.get("decoding_processes", 1) for w in results["backends"].values()
+    } - {1}
+    if not counts:
+        return ""
+    return (
+        f" Decoding was timed that way in {', '.join(map(str, sorted(counts)))} "
+        "separate processes per backend (the first after the other stages); "
+        "each decoding figure is the median of the processes' medians, and "
+        "the ratios below the decoding table give each process's own."
+    )
+
+
 def _allocator_note(results):
     tuned = {w.get("allocator_tuned") for w in results["backends"].values()}
     if tuned == {True}:
@@ -373,7 +401,9 @@ def _header(results, peak):
         "1-minute load average read "
         + (f"{min(loads):.1f} to {max(loads):.1f}" if loads else "n/a")
         + " during the run (2 = both cores busy), so compare ratios within a "
-        "table rather than absolute figures across runs." + _allocator_note(results),
+        "table rather than absolute figures across runs."
+        + _decoding_processes_note(results)
+        + _allocator_note(results),
         "",
     ]
     if peak[0]:

@@ -6,8 +6,12 @@ One process per Keras backend (`benchmarks/worker.py`, the backend is fixed
 per process) measures, with ours and the peers timed round-robin inside
 it: the float32 matmul rate, training throughput (`small` and `base`),
 decoding (cached and recomputed greedy, beam search) and, on TensorFlow,
-SavedModel serving. Then one short process per implementation and backend
-measures peak memory (`benchmarks/memory.py`). Writes
+SavedModel serving. Decoding is then timed again in fresh processes
+(`--decoding-processes`, 3 in all by default) and each row reports the
+median over the processes: on this shared machine the same decoding code
+ran up to a third faster or slower from one process to the next, more
+than the implementations differ within one. Then one short process per
+implementation and backend measures peak memory (`benchmarks/memory.py`). Writes
 `benchmarks/results/benchmarks.md` (the tables README shows) and
 `benchmarks.json` (every repetition). `--quick` runs tiny sizes once, for
 the smoke test.
@@ -18,6 +22,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +100,57 @@ def run_worker(backend, worker_args, directory, in_process=False):
         return json.load(file)
 
 
+def merge_decoding(runs):
+    """Decoding rows of several processes, each the median over them.
+
+    Args:
+        runs: the `"decoding"` results of each process, {batch: {key:
+            row}} with `ms`, `cpu_ms`, `tokens_per_s` and `times`.
+
+    Returns:
+        The same structure: `ms` and `cpu_ms` the median of the processes'
+        medians, `tokens_per_s` from that `ms`, `times` every repetition
+        of every process, and `process_ms` each process's median.
+    """
+    merged = {}
+    for batch, rows in runs[0].items():
+        merged[batch] = {}
+        for key, first in rows.items():
+            found = [run[batch][key] for run in runs if key in run.get(batch, {})]
+            ms = statistics.median(row["ms"] for row in found)
+            merged[batch][key] = {
+                "ms": ms,
+                "cpu_ms": statistics.median(row["cpu_ms"] for row in found),
+                # Tokens per call are the same in every process.
+                "tokens_per_s": first["tokens_per_s"] * first["ms"] / ms,
+                "times": [t for row in found for t in row["times"]],
+                "process_ms": [row["ms"] for row in found],
+            }
+    return merged
+
+
+def run_decoding_again(args, backend, configs, directory, worker):
+    """Time decoding in `args.decoding_processes - 1` more processes.
+
+    Replaces `worker["decoding"]` by the median over all the processes
+    (`merge_decoding`); the first process is the one that ran every stage.
+    """
+    if "decoding" not in worker or args.decoding_processes < 2:
+        return
+    runs = [worker["decoding"]]
+    worker_args = _worker_args(args, configs, stages="decoding")
+    for index in range(1, args.decoding_processes):
+        print(
+            f"== {backend}: decoding again, process {index + 1} of "
+            f"{args.decoding_processes}",
+            file=sys.stderr,
+            flush=True,
+        )
+        runs.append(run_worker(backend, worker_args, directory)["decoding"])
+    worker["decoding"] = merge_decoding(runs)
+    worker["decoding_processes"] = len(runs)
+
+
 def run_memory(backend, implementation, config):
     """Peak memory of one implementation, in a process of its own."""
     command = [sys.executable, "-m", "benchmarks.memory"]
@@ -111,17 +167,24 @@ def run_memory(backend, implementation, config):
 
 
 def _split_configs(args):
-    """(configs timed round-robin, configs timed one process each)."""
+    """(configs timed round-robin, configs timed one process each).
+
+    Isolated configurations are only trained, so without the training
+    stage there are none: `--stages decoding` starts no `base` processes.
+    """
     from benchmarks.config import CONFIGS
 
     names = args.configs or (["tiny"] if args.quick else ["small", "base"])
     shared = [n for n in names if not CONFIGS[n].get("isolated")]
-    return shared, [n for n in names if CONFIGS[n].get("isolated")]
+    isolated = [n for n in names if CONFIGS[n].get("isolated")]
+    if "training" not in args.stages.split(","):
+        isolated = []
+    return shared, isolated
 
 
-def _worker_args(args, configs):
+def _worker_args(args, configs, stages=None):
     worker_args = QUICK if args.quick else []
-    worker_args = worker_args + ["--stages", args.stages]
+    worker_args = worker_args + ["--stages", stages or args.stages]
     if args.repeats is not None:
         worker_args += ["--repeats", str(args.repeats)]
     worker_args += ["--configs", *configs]
@@ -169,6 +232,12 @@ def main(argv=None):
     parser.add_argument(
         "--output-dir", default=os.path.join(ROOT, "benchmarks", "results")
     )
+    parser.add_argument(
+        "--decoding-processes",
+        type=int,
+        default=3,
+        help="processes whose decoding medians are combined (1 in --quick)",
+    )
     parser.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--torch", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, once")
@@ -181,6 +250,12 @@ def main(argv=None):
         help="run the (single) backend in this process",
     )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.decoding_processes = 1
+    if args.decoding_processes < 1:
+        parser.error(
+            f"--decoding-processes must be at least 1; received {args.decoding_processes}."
+        )
     if args.torch and not _torch_available():
         # The PyTorch peer is part of every published table: say so loudly
         # rather than write tables that silently lack it.
@@ -209,6 +284,8 @@ def main(argv=None):
             worker = run_worker(
                 backend, _worker_args(args, shared), directory, args.in_process
             )
+            if not args.in_process:
+                run_decoding_again(args, backend, shared, directory, worker)
             # PyTorch does not depend on the Keras backend: alone, it runs once.
             for name in isolated:
                 rows = run_isolated(

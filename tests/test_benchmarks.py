@@ -37,6 +37,21 @@ def test_config_counts_flops_of_the_small_translator():
     assert (inputs["decoder_token_ids"][:, 1:] == labels[:, :-1]).all()
 
 
+@pytest.mark.parametrize(
+    "stages, isolated",
+    [("matmul,training,decoding,serving", ["base"]), ("decoding", []), ("training", ["base"])],
+)
+def test_isolated_configs_run_only_with_training(stages, isolated):
+    import argparse
+
+    from benchmarks import run
+
+    args = argparse.Namespace(configs=None, quick=False, stages=stages)
+    shared, found = run._split_configs(args)
+    assert shared == ["small"]
+    assert found == isolated
+
+
 def test_run_writes_a_table(tmp_path):
     from benchmarks import run
 
@@ -138,6 +153,51 @@ def test_targets_report_ours_on_bucketed_and_on_fixed_batches():
         "(1.40x by processor time)"
     ) in text
     assert "the slowest peer runs at 90% of the fastest's speed" in text
+
+
+def _decoding_run(cached, recompute, hub):
+    def row(ms):
+        return {"ms": ms, "cpu_ms": 2 * ms, "tokens_per_s": 32_000 / ms, "times": [ms / 1e3]}
+
+    return {
+        "32": {
+            "keras-seq | cached greedy": row(cached),
+            "keras-seq | recompute greedy": row(recompute),
+            "keras-hub | cached greedy": row(hub),
+        }
+    }
+
+
+def test_decoding_of_several_processes_is_the_median_of_their_medians():
+    from benchmarks import run
+
+    runs = [_decoding_run(10.0, 80.0, 15.0), _decoding_run(14.0, 84.0, 16.0)]
+    runs.append(_decoding_run(12.0, 96.0, 30.0))
+    merged = run.merge_decoding(runs)["32"]
+    cached = merged["keras-seq | cached greedy"]
+    assert cached["ms"] == 12.0 and cached["cpu_ms"] == 24.0
+    assert cached["tokens_per_s"] == pytest.approx(32_000 / 12.0)
+    assert cached["process_ms"] == [10.0, 14.0, 12.0]
+    assert cached["times"] == [0.010, 0.014, 0.012]
+    assert merged["keras-seq | recompute greedy"]["ms"] == 84.0
+    assert merged["keras-hub | cached greedy"]["ms"] == 16.0
+
+
+def test_decoding_report_gives_each_process_its_own_ratio():
+    from benchmarks import report, run
+
+    runs = [_decoding_run(10.0, 80.0, 15.0), _decoding_run(12.0, 96.0, 30.0)]
+    runs.append(_decoding_run(14.0, 84.0, 16.0))
+    worker = {"decoding": run.merge_decoding(runs), "decoding_processes": 3}
+    text = report.decoding_section({"backends": {"tensorflow": worker}})
+    # Medians 12, 84 and 16 ms; each process's ratios in its own order.
+    assert (
+        "- tensorflow, batch 32: ours 1.33x keras-hub's cached decoder "
+        "(per process: 1.50x, 2.50x, 1.14x); recomputing takes 7.0x as long "
+        "(per process: 8.0x, 8.0x, 6.0x)."
+    ) in text
+    note = report._decoding_processes_note({"backends": {"tensorflow": worker}})
+    assert "in 3 separate processes per backend" in note
 
 
 @pytest.mark.parametrize("name", ["keras-seq", "keras-hub", "keras.io recipe"])
