@@ -351,9 +351,9 @@ def targets_section(results, peak, cpu_peak=None):
 
 
 def _decoding_processes_note(results):
-    counts = {
-        w.get("decoding_processes", 1) for w in results["backends"].values()
-    } - {1}
+    counts = {w.get("decoding_processes", 1) for w in results["backends"].values()} - {
+        1
+    }
     if not counts:
         return ""
     return (

@@ -254,7 +254,8 @@ def main(argv=None):
         args.decoding_processes = 1
     if args.decoding_processes < 1:
         parser.error(
-            f"--decoding-processes must be at least 1; received {args.decoding_processes}."
+            "--decoding-processes must be at least 1; "
+            f"received {args.decoding_processes}."
         )
     if args.torch and not _torch_available():
         # The PyTorch peer is part of every published table: say so loudly

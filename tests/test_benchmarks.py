@@ -39,7 +39,11 @@ def test_config_counts_flops_of_the_small_translator():
 
 @pytest.mark.parametrize(
     "stages, isolated",
-    [("matmul,training,decoding,serving", ["base"]), ("decoding", []), ("training", ["base"])],
+    [
+        ("matmul,training,decoding,serving", ["base"]),
+        ("decoding", []),
+        ("training", ["base"]),
+    ],
 )
 def test_isolated_configs_run_only_with_training(stages, isolated):
     import argparse
@@ -157,7 +161,13 @@ def test_targets_report_ours_on_bucketed_and_on_fixed_batches():
 
 def _decoding_run(cached, recompute, hub):
     def row(ms):
-        return {"ms": ms, "cpu_ms": 2 * ms, "tokens_per_s": 32_000 / ms, "times": [ms / 1e3]}
+        tokens_per_s = 32_000 / ms
+        return {
+            "ms": ms,
+            "cpu_ms": 2 * ms,
+            "tokens_per_s": tokens_per_s,
+            "times": [ms / 1e3],
+        }
 
     return {
         "32": {
