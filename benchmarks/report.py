@@ -351,9 +351,8 @@ def targets_section(results, peak, cpu_peak=None):
 
 
 def _decoding_processes_note(results):
-    counts = {w.get("decoding_processes", 1) for w in results["backends"].values()} - {
-        1
-    }
+    counts = {w.get("decoding_processes", 1) for w in results["backends"].values()}
+    counts.discard(1)  # One process: the header's sentence already says so.
     if not counts:
         return ""
     return (
