@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 # Everything runs on TensorFlow; the backend-agnostic layers, builders and
 # training pieces run on JAX as well (text pipelines and serving are
 # TensorFlow by design).
-JAX_TESTS ?= tests/layers tests/zoo tests/test_masks.py tests/test_training_recipe.py
+JAX_TESTS ?= tests/layers tests/generation tests/zoo/test_*.py tests/test_masks.py \
+  tests/zoo/recipes/test_translation.py
 
 .PHONY: setup demo test lint test-tensorflow test-jax test-tutorials tutorials clean
 

@@ -368,7 +368,7 @@ def _allocator_note(results):
     if tuned == {True}:
         return (
             " Each process let glibc keep large freed blocks for reuse "
-            "(`keras_seq.recipes.runtime.tune_allocator`, as the `keras-seq` "
+            "(`zoo.recipes.runtime.tune_allocator`, as the `keras-seq` "
             "commands do), for every implementation in it."
         )
     return ""

@@ -19,7 +19,7 @@ import keras  # noqa: E402
 
 from benchmarks import config as config_lib  # noqa: E402
 from benchmarks import decoding, peers_torch, serving, timing, training  # noqa: E402
-from keras_seq.recipes import runtime  # noqa: E402
+from zoo.recipes import runtime  # noqa: E402
 
 
 def _quiet():

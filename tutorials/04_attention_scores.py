@@ -38,9 +38,9 @@ import numpy as np  # noqa: E402
 
 import zoo  # noqa: E402
 from keras_seq import data, text  # noqa: E402
+from keras_seq.callbacks import TimeBudget  # noqa: E402
 from keras_seq.layers import ScoreAttention  # noqa: E402
-from keras_seq.recipes import translation as recipe  # noqa: E402
-from keras_seq.recipes.callbacks import TimeBudget  # noqa: E402
+from zoo.recipes import translation as recipe  # noqa: E402
 
 keras.utils.set_random_seed(0)
 print("backend:", keras.backend.backend(), "| quick mode:", QUICK)
@@ -191,7 +191,7 @@ plt.show()
 # `zoo.build_rnn_translator(score=...)`; on this CPU it learns more slowly
 # per minute, so the Transformer is used here.)
 #
-# The training recipe is the package's (`keras_seq.recipes.translation`):
+# The training recipe is the package's (`zoo.recipes.translation`):
 # WordPiece vocabularies, length-bucketed `tf.data` batches, teacher forcing,
 # label-smoothed masked cross-entropy and the warm-up schedule. To get a
 # readable matrix out of a few CPU minutes, the model trains on the shorter

@@ -36,8 +36,8 @@ from keras_seq.data import (
     load_shakespeare,
     load_trans_de_en,
 )
-from keras_seq.recipes import tasks
-from keras_seq.recipes.translation import tokenize_to_lists
+from zoo.recipes import tasks
+from zoo.recipes.translation import tokenize_to_lists
 
 # Keras notes the end of every first pass over a dataset of unknown length.
 warnings.filterwarnings("ignore", message="Your input ran out of data")
@@ -106,7 +106,7 @@ def pad(rows, length=None):
 # causal mask, averages the output vectors of the real tokens (masked mean
 # pooling) and maps that sentence vector $\bar h$ to class probabilities,
 # $\hat p = \mathrm{softmax}(W \bar h + b)$. The recipe
-# `keras_seq.recipes.tasks.train_classifier` trains it with `model.fit` and
+# `zoo.recipes.tasks.train_classifier` trains it with `model.fit` and
 # keeps the epoch with the best validation accuracy.
 
 # %%

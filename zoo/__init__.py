@@ -1,5 +1,8 @@
 """Ready builders that combine keras-seq layers with the functional API."""
 
+import keras
+
+from keras_seq.layers import AttentionDecoder
 from zoo.encoders import (
     Classifier,
     MaskedLanguageModel,
@@ -48,3 +51,8 @@ __all__ = [
     "build_rnn_translator",
     "build_translator",
 ]
+
+# `.keras` files name each class by its registered name; these layers were
+# registered under "zoo" before they moved into the library, and files
+# saved then must still load.
+keras.saving.get_custom_objects().setdefault("zoo>AttentionDecoder", AttentionDecoder)

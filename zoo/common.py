@@ -2,10 +2,7 @@
 
 import keras
 
-
-def check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+from keras_seq.masks import check_token_ids
 
 
 class TokenIdsModel(keras.Model):
@@ -17,8 +14,6 @@ class TokenIdsModel(keras.Model):
     """
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        from keras_seq.masks import check_token_ids
-
         if isinstance(inputs, dict):
             named = list(inputs.items())
         elif isinstance(inputs, (list, tuple)) and len(inputs) == len(self.inputs) > 1:

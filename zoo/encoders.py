@@ -11,12 +11,16 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
+from keras_seq.layers import (
+    MaskedMeanPooling,
+    TokenAndPositionEmbedding,
+    TransformerEncoderBlock,
+)
 from keras_seq.layers.dropout import Dropout
+from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
-    check_positive_int,
     final_norm,
     resolve_config,
 )
@@ -68,29 +72,6 @@ def _encoder_stack(config, token_ids):
         x
     )
     return embedding, x
-
-
-@keras.saving.register_keras_serializable(package="keras_seq")
-class MaskedMeanPooling(keras.layers.Layer):
-    """Mean over the real (unmasked) positions: (B, T, D) -> (B, D)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.supports_masking = True
-
-    def call(self, inputs, mask=None):
-        if mask is None:
-            return ops.mean(inputs, axis=1)
-        weights = ops.cast(mask, inputs.dtype)[:, :, None]  # (B, T, 1)
-        total = ops.sum(inputs * weights, axis=1)
-        count = ops.maximum(ops.sum(weights, axis=1), 1.0)
-        return total / count
-
-    def compute_mask(self, inputs, mask=None):
-        return None
-
-    def compute_output_shape(self, inputs_shape):
-        return (inputs_shape[0], inputs_shape[2])
 
 
 class _ConfigModel(TokenIdsModel):

@@ -13,8 +13,9 @@ from keras import ops
 from keras_seq import generation
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from keras_seq.layers.dropout import Dropout
+from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
-from zoo.common import check_positive_int, final_norm, resolve_config
+from zoo.common import final_norm, resolve_config
 from zoo.encoders import _ConfigModel
 
 DEFAULTS = {

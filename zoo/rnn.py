@@ -19,8 +19,9 @@ import keras
 from keras import ops
 
 from keras_seq.masks import PADDING_ID
+from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
-from zoo.common import check_positive_int, resolve_config
+from zoo.common import resolve_config
 from zoo.encoders import _ConfigModel
 
 CELLS = ("simple", "lstm", "gru")

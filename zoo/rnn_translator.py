@@ -14,11 +14,12 @@ import keras
 from keras import ops
 
 from keras_seq import generation
+from keras_seq.layers.attention_decoder import DECODER_CELLS, AttentionDecoder
 from keras_seq.layers.score_attention import SCORES
 from keras_seq.masks import PADDING_ID
+from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
-from zoo.attention_decoder import DECODER_CELLS, AttentionDecoder
-from zoo.common import check_positive_int, resolve_config
+from zoo.common import resolve_config
 from zoo.encoders import _ConfigModel
 from zoo.rnn import (
     LogitsDense,

@@ -18,10 +18,10 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.layers.dropout import Dropout
+from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
-    check_positive_int,
     final_norm,
     resolve_config,
 )

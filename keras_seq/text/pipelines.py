@@ -95,7 +95,7 @@ def make_translation_dataset(
         shuffle: bool, shuffle the pairs every epoch (before bucketing).
         seed: int, the shuffle seed.
         epoch: optional `tf.Variable` holding the epoch number (see
-            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            `keras_seq.callbacks.ShuffleEpoch`); each epoch's order
             is then a function of `(seed, epoch)`, so a resumed run replays
             it. Without one, the order follows the passes made so far.
         training: bool. `True` drops each bucket's last, incomplete batch,
@@ -211,7 +211,7 @@ def make_classification_dataset(
         shuffle: bool, shuffle every epoch.
         seed: int, the shuffle seed.
         epoch: optional `tf.Variable` holding the epoch number (see
-            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            `keras_seq.callbacks.ShuffleEpoch`); each epoch's order
             is then a function of `(seed, epoch)`, so a resumed run replays
             it. Without one, the order follows the passes made so far.
         drop_remainder: bool, drop the last, incomplete batch.
@@ -284,7 +284,7 @@ def make_language_model_dataset(
         shuffle: bool, shuffle the windows every epoch.
         seed: int, the shuffle seed.
         epoch: optional `tf.Variable` holding the epoch number (see
-            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            `keras_seq.callbacks.ShuffleEpoch`); each epoch's order
             is then a function of `(seed, epoch)`, so a resumed run replays
             it. Without one, the order follows the passes made so far.
         drop_remainder: bool, drop the last, incomplete batch.
@@ -347,7 +347,7 @@ def make_masked_language_model_dataset(
         mask_rate: float in (0, 1), the share of tokens selected.
         seed: int, the shuffle seed.
         epoch: optional `tf.Variable` holding the epoch number (see
-            `keras_seq.recipes.callbacks.ShuffleEpoch`); each epoch's order
+            `keras_seq.callbacks.ShuffleEpoch`); each epoch's order
             is then a function of `(seed, epoch)`, so a resumed run replays
             it. Without one, the order follows the passes made so far.
         shuffle: bool, shuffle the texts every epoch.

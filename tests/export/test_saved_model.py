@@ -18,8 +18,8 @@ pytestmark = pytest.mark.skipif(
 import zoo  # noqa: E402
 from keras_seq import export, text  # noqa: E402
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy  # noqa: E402
-from keras_seq.recipes import tasks  # noqa: E402
-from keras_seq.recipes import translation as recipe  # noqa: E402
+from zoo.recipes import tasks  # noqa: E402
+from zoo.recipes import translation as recipe  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(30)]
 VOCABULARY = list(text.RESERVED_TOKENS) + WORDS + [".", "!", "?"]

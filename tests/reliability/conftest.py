@@ -35,7 +35,7 @@ def requires_tensorflow():
 
 
 def run_cli(*args, cwd=None, timeout=240):
-    """`python -m keras_seq.cli ARGS` in a fresh process.
+    """`python -m zoo.cli ARGS` in a fresh process.
 
     Returns:
         `(returncode, stderr lines without TensorFlow's start-up logs,
@@ -43,7 +43,7 @@ def run_cli(*args, cwd=None, timeout=240):
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
     result = subprocess.run(
-        [sys.executable, "-m", "keras_seq.cli", *map(str, args)],
+        [sys.executable, "-m", "zoo.cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -92,7 +92,7 @@ def classifier():
 @pytest.fixture(scope="session")
 def translator_dir(tmp_path_factory, translator):
     """A translator directory as `keras-seq train translator` leaves it."""
-    from keras_seq.recipes import model_dir
+    from zoo.recipes import model_dir
 
     root = tmp_path_factory.mktemp("translator_dir")
     text.save_vocabulary(VOCABULARY, root / "source_vocabulary.txt")

@@ -20,9 +20,9 @@ import zoo
 from keras_seq import export, layers, text
 from keras_seq.data import CorpusNotFoundError, load_trans_de_en, load_tsv_pairs
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
-from keras_seq.recipes import model_dir
 from keras_seq.schedules import InverseSquareRootWarmup
 from tests.reliability.conftest import VOCABULARY, requires_tensorflow, run_cli
+from zoo.recipes import model_dir
 
 pytestmark = requires_tensorflow()
 

@@ -27,9 +27,9 @@ import zoo
 from keras_seq import layers
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy, perplexity
-from keras_seq.recipes import model_dir
 from keras_seq.schedules import InverseSquareRootWarmup
 from keras_seq.testing import assert_all_close
+from zoo.recipes import model_dir
 
 RNG = np.random.default_rng(0)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zoo
-from keras_seq.recipes.translation import compile_translator
+from zoo.recipes.translation import compile_translator
 
 STEPS = 300
 BATCH = 16

@@ -11,9 +11,9 @@ import pytest
 from keras import ops
 
 import zoo
+from keras_seq.layers.attention_decoder import AttentionDecoder
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.testing import run_model_saving_test
-from zoo.attention_decoder import AttentionDecoder
 from zoo.rnn import ReverseTokens, reverse_real_tokens
 
 BUILDERS = {

@@ -12,15 +12,14 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq.layers import ScoreAttention
-from keras_seq.layers.score_attention import SCORES
-from zoo.common import check_positive_int
+from keras_seq.layers.score_attention import SCORES, ScoreAttention
+from keras_seq.validation import check_positive_int
 
 DECODER_CELLS = ("gru", "lstm")
 _CELLS = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}
 
 
-@keras.saving.register_keras_serializable(package="zoo")
+@keras.saving.register_keras_serializable(package="keras_seq")
 class AttentionDecoder(keras.layers.Layer):
     """A GRU or LSTM decoder that attends to the encoder at every step.
 

@@ -18,10 +18,10 @@ import keras
 import numpy as np
 
 from keras_seq import text
+from keras_seq.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
-from keras_seq.recipes import runtime
-from keras_seq.recipes.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
+from zoo.recipes import runtime
 
 
 def _vocabulary(texts, vocabulary_size, output_dir):

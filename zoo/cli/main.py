@@ -41,9 +41,9 @@ def _demo(args):
     import numpy as np
 
     from keras_seq.data import load_trans_de_en
-    from keras_seq.recipes import model_dir, plots
-    from keras_seq.recipes import translation as recipe
     from keras_seq.text import END_ID
+    from zoo.recipes import model_dir, plots
+    from zoo.recipes import translation as recipe
 
     _check_average_epochs(args)
     if args.train_pairs is not None and args.train_pairs < 1:
@@ -249,7 +249,7 @@ def _verbose():
 
 def _runtime(args):
     """Apply `--strategy`, `--deterministic` and `--precision`; the strategy."""
-    from keras_seq.recipes import runtime
+    from zoo.recipes import runtime
 
     strategy = runtime.make_strategy(args.strategy)  # before any other op
     if args.deterministic:
@@ -261,8 +261,8 @@ def _runtime(args):
 def _train(args):
     """Train one model family and write its directory."""
     strategy = _runtime(args)
-    from keras_seq.recipes import model_dir, tasks
-    from keras_seq.recipes import translation as recipe
+    from zoo.recipes import model_dir, tasks
+    from zoo.recipes import translation as recipe
 
     _check_average_epochs(args)
     if args.average_epochs != 1 and args.family not in model_dir.TRANSLATORS:
@@ -353,7 +353,7 @@ def _language_model_sample(model, tokenizer, prompt, seed, tokens=80):
     import numpy as np
 
     from keras_seq import text
-    from keras_seq.recipes.translation import tokenize_to_lists
+    from zoo.recipes.translation import tokenize_to_lists
 
     ids = np.asarray(tokenize_to_lists(tokenizer, [prompt]), "int32")
     tokens = min(tokens, model.get_config()["max_length"] - ids.shape[1])
@@ -387,8 +387,8 @@ def _read_inputs(texts):
 
 def _translate(args):
     """Translate sentences given as arguments, or one per line on stdin."""
-    from keras_seq.recipes import model_dir
-    from keras_seq.recipes import translation as recipe
+    from zoo.recipes import model_dir
+    from zoo.recipes import translation as recipe
 
     if bool(args.model_dir) == bool(args.saved_model):
         raise UserError("give exactly one of --model-dir and --saved-model.")
@@ -494,7 +494,7 @@ def _export(args):
 
 
 def _load(path):
-    from keras_seq.recipes import model_dir
+    from zoo.recipes import model_dir
 
     try:
         return model_dir.load_model_dir(path)
@@ -509,8 +509,8 @@ def _loss(model, dataset):
 def _evaluate(args):
     """Score a trained model on the test split of its data (or `--data`)."""
     from keras_seq import text
-    from keras_seq.recipes import model_dir
-    from keras_seq.recipes import translation as recipe
+    from zoo.recipes import model_dir
+    from zoo.recipes import translation as recipe
 
     loaded = _load(args.model_dir)
     family, model, run = loaded["family"], loaded["model"], loaded["run"]
@@ -523,7 +523,7 @@ def _evaluate(args):
         )
         result = {"bleu": scores["bleu"], "bleu_cased": scores["bleu_cased"]}
     elif family == "classifier":
-        from keras_seq.recipes.tasks import classify_texts
+        from zoo.recipes.tasks import classify_texts
 
         corpus = _sentiment_corpus(data)
         probabilities = classify_texts(
@@ -733,7 +733,7 @@ def build_parser():
 def main(argv=None):
     _quiet_tensorflow()
     args = build_parser().parse_args(argv)
-    from keras_seq.recipes import runtime
+    from zoo.recipes import runtime
 
     runtime.tune_allocator()  # Every command reuses its large buffers.
     from keras_seq.data import CorpusNotFoundError

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from keras_seq.recipes import runtime
+from zoo.recipes import runtime
 
 # In a child process: allocate and free 64 MB blocks with numpy (whose
 # buffers come from malloc), on the main thread and on another, and report
@@ -30,7 +30,7 @@ libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = MallInfo2
 tuned = None
 if sys.argv[1] == "tuned":
-    from keras_seq.recipes import runtime
+    from zoo.recipes import runtime
     tuned = runtime.tune_allocator()
 def allocate(held):
     for _ in range(3):

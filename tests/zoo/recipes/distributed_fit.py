@@ -3,7 +3,7 @@
 Run in a fresh process by `test_distribution.py` (devices are configured
 before a backend starts):
 
-    python -m tests.recipes.distributed_fit {single,mirrored,data-parallel} OUT
+    python -m tests.zoo.recipes.distributed_fit {single,mirrored,data-parallel} OUT
 
 `mirrored` splits every batch between two logical CPU devices with
 `tf.distribute.MirroredStrategy`; `data-parallel` between two JAX host
@@ -61,7 +61,7 @@ def main(mode, output):
     import zoo
     from keras_seq.losses import MaskedSparseCategoricalCrossentropy
     from keras_seq.metrics import MaskedAccuracy
-    from keras_seq.recipes import runtime
+    from zoo.recipes import runtime
 
     if mode == "data-parallel":
         import jax

@@ -15,10 +15,7 @@ import keras
 import numpy as np
 
 from keras_seq import text
-from keras_seq.losses import MaskedSparseCategoricalCrossentropy
-from keras_seq.metrics import MaskedAccuracy
-from keras_seq.recipes import runtime
-from keras_seq.recipes.callbacks import (
+from keras_seq.callbacks import (
     AverageLastEpochs,
     BleuHistory,
     EmaWeights,
@@ -26,7 +23,11 @@ from keras_seq.recipes.callbacks import (
     TimeBudget,
     checkpoint_callbacks,
 )
+from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
+from keras_seq.validation import check_positive_int
+from zoo.recipes import runtime
 
 # Sources are padded to one of these lengths for decoding, so the compiled
 # generation loop exists in a handful of shapes, whatever the batch.
@@ -69,7 +70,7 @@ def compile_translator(
     `1e-3 * learning_rate_scale` and gradients clipped to norm 1, as
     recurrent models usually do. `ema_momentum` (e.g. 0.999) keeps an
     exponential moving average of the weights in the optimizer (Polyak
-    averaging; see `keras_seq.recipes.callbacks.EmaWeights`).
+    averaging; see `keras_seq.callbacks.EmaWeights`).
     """
     ema = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
     model_dim = getattr(model, "model_dim", None)
@@ -195,8 +196,6 @@ def train_translator(
     Returns:
         A dict with the model, tokenizers, history, BLEU history and timings.
     """
-    from zoo.common import check_positive_int
-
     check_positive_int(average_last_epochs, "average_last_epochs")
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)

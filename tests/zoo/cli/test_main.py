@@ -11,7 +11,7 @@ TRANS = "/usr/share/trans/de-en"
 def _run(*args, timeout=600):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
     return subprocess.run(
-        [sys.executable, "-m", "keras_seq.cli", *args],
+        [sys.executable, "-m", "zoo.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -162,7 +162,7 @@ def test_translate_reads_arguments_and_stdin(translator_dir):
     assert len(lines) == 2
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     by_stdin = subprocess.run(
-        [sys.executable, "-m", "keras_seq.cli", "translate", "--model-dir", str(out)],
+        [sys.executable, "-m", "zoo.cli", "translate", "--model-dir", str(out)],
         input="ich sehe du.\ner mag sie.\n",
         capture_output=True,
         text=True,

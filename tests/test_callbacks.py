@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_seq.recipes.callbacks import AverageLastEpochs, EmaWeights
+from keras_seq.callbacks import AverageLastEpochs, EmaWeights
 
 MOMENTUM = 0.8
 BATCHES = 4

@@ -17,6 +17,9 @@ import time
 
 import keras
 import numpy as np
+import tensorflow as tf
+
+from keras_seq.validation import check_positive_int
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -123,8 +126,6 @@ class AverageLastEpochs(keras.callbacks.Callback):
 
     def __init__(self, epochs=5, directory=None):
         super().__init__()
-        from zoo.common import check_positive_int
-
         check_positive_int(epochs, "epochs")
         self.epochs = epochs
         self.directory = directory
@@ -198,8 +199,6 @@ class ShuffleEpoch(keras.callbacks.Callback):
 
     def __init__(self):
         super().__init__()
-        import tensorflow as tf
-
         self.epoch = tf.Variable(0, dtype="int64", trainable=False, name="epoch")
 
     def on_epoch_begin(self, epoch, logs=None):

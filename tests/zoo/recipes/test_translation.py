@@ -116,7 +116,7 @@ def test_loss_sample_weights_weight_examples():
 def test_translate_texts_gives_blank_sentences_an_empty_translation():
     import zoo
     from keras_seq import text
-    from keras_seq.recipes.translation import translate_texts
+    from zoo.recipes.translation import translate_texts
 
     vocabulary = list(text.RESERVED_TOKENS) + ["w1", "w2", "."]
     tokenizer = text.make_tokenizer(vocabulary)
@@ -131,7 +131,7 @@ def test_translate_texts_gives_blank_sentences_an_empty_translation():
 
 def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypatch):
     from keras_seq.data import TranslationCorpus
-    from keras_seq.recipes import translation as recipe
+    from zoo.recipes import translation as recipe
 
     words = [("ich", "i"), ("du", "you"), ("er", "he"), ("wir", "we")]
     pairs = [(f"{a} sehe {b}.", f"{c} see {d}.") for a, c in words for b, d in words]
@@ -163,7 +163,7 @@ def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypa
 @pytest.mark.parametrize("value", [0, 2.0, None])
 def test_train_translator_refuses_a_bad_average_count(tmp_path, value):
     from keras_seq.data import TranslationCorpus
-    from keras_seq.recipes import translation as recipe
+    from zoo.recipes import translation as recipe
 
     corpus = TranslationCorpus(train=[("a.", "b.")], validation=[], test=[])
     with pytest.raises(ValueError, match="`average_last_epochs` must be a positive"):

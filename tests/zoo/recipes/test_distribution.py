@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.recipes.test_resume import _weights, _write_pairs
+from tests.zoo.recipes.test_resume import _weights, _write_pairs
 
 TIMEOUT = 600
 
@@ -23,7 +23,7 @@ def _env(**extra):
 
 
 def _fit(mode, output, backend):
-    command = [sys.executable, "-m", "tests.recipes.distributed_fit", mode, output]
+    command = [sys.executable, "-m", "tests.zoo.recipes.distributed_fit", mode, output]
     result = subprocess.run(
         command,
         env=_env(KERAS_BACKEND=backend),
@@ -82,7 +82,7 @@ def test_multi_worker_training_from_the_command_line(tmp_path):
         task = {"type": "worker", "index": index}
         config = {"cluster": {"worker": workers}, "task": task}
         command = [
-            sys.executable, "-m", "keras_seq.cli", "train", "translator",
+            sys.executable, "-m", "zoo.cli", "train", "translator",
             "--data", str(data), "--preset", "tiny", "--epochs", "2",
             "--seed", "0", "--vocabulary-size", "300", "--strategy",
             "multi-worker", "--output-dir", str(tmp_path / f"worker{index}"),

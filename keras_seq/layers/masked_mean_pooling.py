@@ -1,0 +1,33 @@
+"""Masked mean pooling: one vector per sequence from its real tokens.
+
+Shape legend:
+    B: batch size
+    T: sequence length
+    D: feature width
+"""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_seq")
+class MaskedMeanPooling(keras.layers.Layer):
+    """Mean over the real (unmasked) positions: (B, T, D) -> (B, D)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return ops.mean(inputs, axis=1)
+        weights = ops.cast(mask, inputs.dtype)[:, :, None]  # (B, T, 1)
+        total = ops.sum(inputs * weights, axis=1)
+        count = ops.maximum(ops.sum(weights, axis=1), 1.0)
+        return total / count
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, inputs_shape):
+        return (inputs_shape[0], inputs_shape[2])
