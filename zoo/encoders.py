@@ -16,7 +16,7 @@ from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerEncoderBlock,
 )
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -55,7 +55,7 @@ def _encoder_stack(config, token_ids):
         name="token_embedding",
     )
     x = embedding(token_ids)  # (B, T, D), carries the padding mask
-    x = Dropout(config["dropout"], name="embedding_dropout")(x)
+    x = HashedDropout(config["dropout"], name="embedding_dropout")(x)
     for i in range(config["num_layers"]):
         x = TransformerEncoderBlock(
             num_heads=config["num_heads"],
@@ -112,7 +112,7 @@ class Classifier(_ConfigModel):
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         _, x = _encoder_stack(config, token_ids)
         pooled = MaskedMeanPooling(name="pooling")(x)  # (B, D)
-        pooled = Dropout(config["dropout"], name="pooled_dropout")(pooled)
+        pooled = HashedDropout(config["dropout"], name="pooled_dropout")(pooled)
         logits = keras.layers.Dense(num_classes, name="logits")(pooled)  # (B, C)
         super().__init__(inputs=token_ids, outputs=logits, name=name)
         self._store_config({**config, "num_classes": num_classes})

@@ -12,7 +12,7 @@ from keras import ops
 
 from keras_seq import generation
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import final_norm, resolve_config
@@ -84,7 +84,7 @@ class LanguageModel(_ConfigModel):
 
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         x = embedding(token_ids)  # (B, T, D)
-        x = Dropout(config["dropout"], name="embedding_dropout")(x)
+        x = HashedDropout(config["dropout"], name="embedding_dropout")(x)
         for block in blocks:
             x = block(x)
         x = norm(x)

@@ -17,7 +17,7 @@ from keras_seq.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -162,12 +162,12 @@ class Translator(TokenIdsModel):
         encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
         decoder_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
         x = source_embedding(encoder_ids)  # (B, S, D), carries the mask
-        x = Dropout(dropout, name="source_dropout")(x)
+        x = HashedDropout(dropout, name="source_dropout")(x)
         for block in encoder_blocks:
             x = block(x)
         encoded = encoder_norm(x)
         y = target_embedding(decoder_ids)  # (B, T, D)
-        y = Dropout(dropout, name="target_dropout")(y)
+        y = HashedDropout(dropout, name="target_dropout")(y)
         for block in decoder_blocks:
             y = block(y, encoded)
         y = decoder_norm(y)

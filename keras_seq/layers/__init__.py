@@ -1,7 +1,7 @@
 """Public layers of keras-seq, one per module."""
 
 from keras_seq.layers.attention_decoder import AttentionDecoder
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.layers.learned_positional_embedding import (
     LearnedPositionalEmbedding,
 )
@@ -20,7 +20,7 @@ from keras_seq.layers.transformer_encoder_block import TransformerEncoderBlock
 
 __all__ = [
     "AttentionDecoder",
-    "Dropout",
+    "HashedDropout",
     "LearnedPositionalEmbedding",
     "MaskedMeanPooling",
     "MultiHeadAttention",

@@ -16,7 +16,7 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 
 IMPLEMENTATIONS = ("auto", "fused", "explicit")
 
@@ -200,7 +200,7 @@ class MultiHeadAttention(keras.layers.Layer):
             "btnv,nvd->btd", (None, output_dim), "d", "attention_output"
         )
         self._output_dense.build(tuple(query_shape[:-1]) + (n, v))
-        self._dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
+        self._dropout_layer = HashedDropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
     def _project(self, dense, x):

@@ -9,7 +9,7 @@ Shape legend:
 
 import keras
 
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -90,7 +90,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
             self.ff_dim, self.activation, "intermediate_dense"
         )
         self._intermediate_dense.build(inputs_shape)
-        self._dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
+        self._dropout_layer = HashedDropout(self.dropout, dtype=self.dtype_policy)
         self._output_dense = self._dense(output_dim, None, "output_dense")
         self._output_dense.build(tuple(inputs_shape[:-1]) + (self.ff_dim,))
         self.built = True

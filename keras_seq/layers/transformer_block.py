@@ -9,7 +9,7 @@ public blocks tell the residual story in their own `call()`.
 
 import keras
 
-from keras_seq.layers.dropout import Dropout
+from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.layers.multi_head_attention import MultiHeadAttention
 from keras_seq.layers.positionwise_feed_forward import PositionwiseFeedForward
 
@@ -120,7 +120,7 @@ class TransformerBlock(keras.layers.Layer):
         )
 
     def _dropout_layer(self, name):
-        return Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+        return HashedDropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def _feed_forward(self, name):
         return PositionwiseFeedForward(

@@ -64,7 +64,7 @@ def _attention_pair():
 
 # Every public layer of `keras_seq.layers`, in a model a user could save.
 LAYER_CASES = {
-    "Dropout": lambda: _wrap(layers.Dropout(0.1, seed=2), _floats(2, 5, 8)),
+    "HashedDropout": lambda: _wrap(layers.HashedDropout(0.1, seed=2), _floats(2, 5, 8)),
     "MultiHeadAttention": lambda: _wrap(
         layers.MultiHeadAttention(num_heads=2, key_dim=4), _attention_pair()
     ),

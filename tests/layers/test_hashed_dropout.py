@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keras_seq.layers import Dropout
-from keras_seq.layers.dropout import hashed_dropout, mix32, position_hashes
+from keras_seq.layers import HashedDropout
+from keras_seq.layers.hashed_dropout import hashed_dropout, mix32, position_hashes
 from keras_seq.testing import run_layer_test
 
 # Enough elements that the drop frequency is within 4 standard deviations
@@ -34,7 +34,7 @@ def _within(frequency, p, n, sigmas=4):
 
 def test_layer_harness():
     run_layer_test(
-        Dropout,
+        HashedDropout,
         init_kwargs={"rate": 0.1, "seed": 3},
         input_data=np.ones((2, 4, 6), "float32"),
         expected_output_shape=(2, 4, 6),
@@ -91,7 +91,7 @@ def test_neighbouring_positions_are_independent():
 
 def test_successive_calls_and_seeds_are_independent():
     rate = 0.3
-    layer = Dropout(rate, seed=1)
+    layer = HashedDropout(rate, seed=1)
     x = keras.ops.ones((N,))
     first = np.asarray(keras.ops.convert_to_numpy(layer(x, training=True))) == 0
     second = np.asarray(keras.ops.convert_to_numpy(layer(x, training=True))) == 0
@@ -102,13 +102,13 @@ def test_successive_calls_and_seeds_are_independent():
 
 def test_seeded_masks_repeat():
     np.testing.assert_array_equal(_dropped(0.1, seed=7), _dropped(0.1, seed=7))
-    first = Dropout(0.1, seed=4)(keras.ops.ones((64, 32)), training=True)
-    again = Dropout(0.1, seed=4)(keras.ops.ones((64, 32)), training=True)
+    first = HashedDropout(0.1, seed=4)(keras.ops.ones((64, 32)), training=True)
+    again = HashedDropout(0.1, seed=4)(keras.ops.ones((64, 32)), training=True)
     np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
 
 
 def test_noise_shape_broadcasts_the_mask():
-    layer = Dropout(0.5, noise_shape=(None, 1, 8), seed=0)
+    layer = HashedDropout(0.5, noise_shape=(None, 1, 8), seed=0)
     out = np.asarray(layer(np.ones((4, 5, 8), "float32"), training=True))
     # Every position of a sequence shares the mask of its batch row.
     np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
@@ -117,8 +117,8 @@ def test_noise_shape_broadcasts_the_mask():
 
 def test_inference_and_rate_zero_return_the_inputs():
     x = np.random.default_rng(0).normal(size=(3, 7)).astype("float32")
-    np.testing.assert_array_equal(np.asarray(Dropout(0.1)(x)), x)
-    np.testing.assert_array_equal(np.asarray(Dropout(0.0)(x, training=True)), x)
+    np.testing.assert_array_equal(np.asarray(HashedDropout(0.1)(x)), x)
+    np.testing.assert_array_equal(np.asarray(HashedDropout(0.0)(x, training=True)), x)
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.0, 1.5])
@@ -141,7 +141,7 @@ def test_half_precision_inputs_keep_their_dtype():
 def test_unknown_shapes_in_a_tensorflow_graph():
     import tensorflow as tf
 
-    layer = Dropout(0.3, seed=0)
+    layer = HashedDropout(0.3, seed=0)
 
     @tf.function(input_signature=[tf.TensorSpec((None, None, 16), tf.float32)])
     def apply(x):
@@ -164,10 +164,10 @@ def test_same_mask_with_and_without_xla():
 
 def test_saved_in_a_keras_file(tmp_path):
     inputs = keras.Input((6,))
-    model = keras.Model(inputs, Dropout(0.2, seed=5, name="drop")(inputs))
+    model = keras.Model(inputs, HashedDropout(0.2, seed=5, name="drop")(inputs))
     path = tmp_path / "model.keras"
     model.save(path)
     restored = keras.saving.load_model(path)
     layer = restored.get_layer("drop")
-    assert type(layer) is Dropout
+    assert type(layer) is HashedDropout
     assert layer.get_config() == model.get_layer("drop").get_config()

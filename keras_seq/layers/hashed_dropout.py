@@ -120,7 +120,7 @@ def hashed_dropout(inputs, rate, noise_shape=None, seed=None):
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
-class Dropout(keras.layers.Dropout):
+class HashedDropout(keras.layers.Dropout):
     """`keras.layers.Dropout` whose mask hashes positions with a drawn key.
 
     The same arguments, configuration and behaviour as
@@ -131,7 +131,7 @@ class Dropout(keras.layers.Dropout):
 
     Example:
 
-    >>> layer = Dropout(0.1)
+    >>> layer = HashedDropout(0.1)
     >>> x = keras.ops.ones((2, 3))
     >>> bool(keras.ops.all(layer(x, training=False) == x))
     True
@@ -146,3 +146,8 @@ class Dropout(keras.layers.Dropout):
                 seed=self.seed_generator,
             )
         return inputs
+
+
+# The name this layer was saved under before it was named for its mask:
+# `.keras` files written then still load.
+keras.saving.get_custom_objects().setdefault("keras_seq>Dropout", HashedDropout)
