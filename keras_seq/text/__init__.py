@@ -6,19 +6,8 @@ starting with `RESERVED_TOKENS` (`[PAD]` is id 0). Tokenizers are keras-hub
 `model.fit`, with 0 as padding.
 """
 
-from keras_seq.text.pipelines import (
-    default_bucket_boundaries,
-    make_classification_dataset,
-    make_language_model_dataset,
-    make_masked_language_model_dataset,
-    make_translation_dataset,
-)
-from keras_seq.text.tokenizers import (
-    clean_up_spacing,
-    detokenize,
-    detokenize_graph,
-    make_tokenizer,
-)
+import importlib
+
 from keras_seq.text.vocabulary import (
     END_ID,
     MASK_ID,
@@ -30,6 +19,29 @@ from keras_seq.text.vocabulary import (
     save_vocabulary,
     train_wordpiece_vocabulary,
 )
+
+# The tokenizers and pipelines need keras-hub and TensorFlow, which
+# generation on JAX does not: they load on first use (PEP 562), so that
+# the special-token ids above come without them.
+_LAZY = {
+    "default_bucket_boundaries": "pipelines",
+    "make_classification_dataset": "pipelines",
+    "make_language_model_dataset": "pipelines",
+    "make_masked_language_model_dataset": "pipelines",
+    "make_translation_dataset": "pipelines",
+    "clean_up_spacing": "tokenizers",
+    "detokenize": "tokenizers",
+    "detokenize_graph": "tokenizers",
+    "make_tokenizer": "tokenizers",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module = importlib.import_module(f"keras_seq.text.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'keras_seq.text' has no attribute {name!r}")
+
 
 __all__ = [
     "END_ID",
