@@ -26,16 +26,21 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Two workers, one a core, each given whole test files (`--dist loadfile`)
+# so that a module's shared fixtures are built once; the slowest tests are
+# listed at the end of each run.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+
 test-tensorflow: setup
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -q tests
+	KERAS_BACKEND=tensorflow $(PYTEST) tests
 
 test-jax: setup
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -q $(JAX_TESTS)
+	KERAS_BACKEND=jax $(PYTEST) $(JAX_TESTS)
 
 # The tutorials run in quick mode here (smaller data and fewer steps); the
 # full mode, which draws README's pictures, is `make tutorials`.
 test-tutorials: setup
-	KERAS_BACKEND=tensorflow KERAS_SEQ_QUICK=1 $(BIN)/python -m pytest -q \
+	KERAS_BACKEND=tensorflow KERAS_SEQ_QUICK=1 $(PYTEST) \
 	  --nbmake --nbmake-timeout=180 -p no:cacheprovider tutorials
 
 tutorials: setup
