@@ -12,6 +12,7 @@ with a logical AND, so any mask can only remove positions, never add them.
 """
 
 import keras
+import ml_dtypes
 import numpy as np
 from keras import ops
 
@@ -148,12 +149,44 @@ def masked_value(dtype):
     """
     dtype = keras.backend.standardize_dtype(dtype)
     if dtype == "bfloat16":
-        import ml_dtypes  # NumPy's finfo does not know bfloat16.
-
+        # NumPy's finfo does not know bfloat16.
         info = ml_dtypes.finfo(ml_dtypes.bfloat16)
     else:
         info = np.finfo(np.dtype(dtype))
     return float(info.min) * 0.7
+
+
+def masked_softmax(scores, mask, dtype):
+    """Softmax over the last axis in which masked keys get zero weight.
+
+    The softmax runs in float32: float16 logits lose the small differences
+    that decide the weights, and its range is too short for the masked
+    value. A row whose every key is masked would come out uniform; it is
+    set to zero instead, and `where` passes no gradient to its scores.
+
+    Args:
+        scores: (..., T, S) attention logits, any float dtype.
+        mask: boolean, broadcastable to `scores`, True where a query may
+            attend; or None.
+        dtype: the dtype of the returned weights (the compute dtype).
+
+    Returns:
+        (..., T, S) weights in `dtype`, summing to 1 over each row that has
+        a key, zero on masked keys.
+
+    Example:
+    >>> mask = keras.ops.array([[True, True, False]])
+    >>> weights = masked_softmax(keras.ops.zeros((1, 3)), mask, "float32")
+    >>> [float(w) for w in weights[0]]
+    [0.5, 0.5, 0.0]
+    """
+    scores = ops.cast(scores, "float32")
+    if mask is not None:
+        scores = ops.where(mask, scores, masked_value("float32"))
+    weights = ops.cast(ops.softmax(scores, axis=-1), dtype)
+    if mask is not None:
+        weights = ops.where(mask, weights, 0)
+    return weights
 
 
 def static_dim(dim):

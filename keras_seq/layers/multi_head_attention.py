@@ -3,7 +3,7 @@
 Shape legend:
     B: batch size
     T: query length
-    S: key/value length
+    S: key/value length (the cache length L when a cache is used)
     D: model width (query feature size)
     N: number of heads
     H: head width for keys and queries (`key_dim`)
@@ -16,7 +16,14 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
+from keras_seq.layers import attention_kernels as kernels
 from keras_seq.layers.hashed_dropout import HashedDropout
+from keras_seq.validation import (
+    check_choice,
+    check_positive_int,
+    check_rate,
+    clone_initializer,
+)
 
 IMPLEMENTATIONS = ("auto", "fused", "explicit")
 
@@ -37,22 +44,25 @@ def _check_rank_of_shape(shape, name):
         )
 
 
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
-
-
 def _static_dim(x, axis):
     return masks_lib.static_dim(x.shape[axis])
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
 class MultiHeadAttention(keras.layers.Layer):
-    """Multi-head scaled dot-product attention, Eq. (7.25)–(7.27).
+    """Multi-head scaled dot-product attention, Eq. (7.25)-(7.27).
 
-    Each head `h` projects queries, keys and values with its own `W_q^h`,
-    `W_k^h`, `W_v^h`, attends with scores `q·k / sqrt(key_dim)` and the heads
-    are combined by `W_c` (Eq. 7.26; summing `W_c^h u^h` over heads is the
-    same as concatenating the heads and applying one matrix).
+    Each head `h` has its own projections `W_q^h`, `W_k^h`, `W_v^h` of the
+    queries, keys and values, and its weights are a softmax of the scaled
+    scores (Eq. 7.25):
+
+        alpha_s^h(t) = softmax_s( (W_q^h x(t)) . (W_k^h x(s)) / sqrt(H) )
+        u^h(t)       = sum_s alpha_s^h(t) W_v^h x(s)
+
+    The heads are combined by `W_c` (Eq. 7.26): `u(t) = sum_h W_c^h u^h(t)`,
+    which is one matrix applied to the concatenated heads. Masked keys
+    (later positions in causal attention, Eq. 7.27, and padding) get zero
+    weight.
 
     Masks are boolean with `True` meaning "may attend". Padding masks arrive
     implicitly from `mask_zero` embeddings (`query_mask`, `value_mask`) or
@@ -60,12 +70,12 @@ class MultiHeadAttention(keras.layers.Layer):
     with them by logical AND. A query row that may attend to no key returns
     a zero vector (and zero gradients), never NaN.
 
-    Two numerically equivalent paths compute the attention: a fused one
-    through `keras.ops.dot_product_attention`, and an explicit einsum and
-    softmax, used when attention scores are returned or attention dropout
-    is active. With a cache (keys and values stacked heads first) the
-    explicit computation always runs, over the whole stack
-    (`_cached_attention`).
+    The attention runs on one of two paths with the same numbers: the
+    backend's fused kernel (`keras.ops.dot_product_attention`), or Eq.
+    (7.25) written out, which runs when the weights are returned, attention
+    dropout is active, or a cache is used. The kernels that keep decoding
+    fast (one-matmul projections, the stacked heads-first cache) are in
+    `keras_seq.layers.attention_kernels`.
 
     Args:
         num_heads: int, number of heads N.
@@ -75,7 +85,9 @@ class MultiHeadAttention(keras.layers.Layer):
         use_bias: bool, whether the four projections have biases. `False`
             reproduces the book's parameter counts (Eq. 7.32).
         output_dim: int, width of the output. Defaults to the query width.
-        attention_implementation: `"auto"`, `"fused"` or `"explicit"`.
+        attention_implementation: `"auto"` (fused where possible),
+            `"fused"` (the same) or `"explicit"` (always Eq. 7.25 written
+            out).
         kernel_initializer: initializer for the projection kernels.
         bias_initializer: initializer for the projection biases.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
@@ -93,24 +105,24 @@ class MultiHeadAttention(keras.layers.Layer):
             their own position, bottom-right aligned (or from
             `cache_update_index` when a cache is updated).
         cache: (B, 2, N, S, H) stacked keys and values, heads first (see
-            `cache_shape`). With
-            `cache_update_index` the new keys and values are written at that
-            index (self attention while decoding); without it the cache is
-            used as is (cross attention over a fixed source). While a cache
-            is updated, implicit key masks of the new tokens are ignored:
-            pass key padding of the cache through `attention_mask`.
+            `cache_shape`). With `cache_update_index` the new keys and
+            values are written at that index (self attention while
+            decoding); without it the cache is used as is (cross attention
+            over a fixed source). While a cache is updated, implicit key
+            masks of the new tokens are ignored: pass key padding of the
+            cache through `attention_mask`.
         cache_update_index: int or scalar tensor, where the new keys go.
         return_attention_scores: bool, also return the (B, N, T, S) weights.
         training: bool, whether dropout is active.
 
     Returns:
         `output` (B, T, output_dim); with `return_attention_scores` also the
-        scores; with `cache` also the (possibly updated) cache, last.
+        weights; with `cache` also the (possibly updated) cache, last.
 
     Example:
     >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
     >>> x = keras.random.normal((1, 5, 8))
-    >>> layer(x, x, use_causal_mask=True).shape
+    >>> tuple(layer(x, x, use_causal_mask=True).shape)
     (1, 5, 8)
 
     References:
@@ -131,23 +143,13 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("num_heads", num_heads), ("key_dim", key_dim)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"`{name}` must be a positive integer; received {value!r}."
-                )
-        if value_dim is not None and (not isinstance(value_dim, int) or value_dim <= 0):
-            raise ValueError(
-                f"`value_dim` must be a positive integer or None; "
-                f"received {value_dim!r}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
-        if attention_implementation not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"`attention_implementation` must be one of {IMPLEMENTATIONS}; "
-                f"received {attention_implementation!r}."
-            )
+        check_positive_int(num_heads, "num_heads")
+        check_positive_int(key_dim, "key_dim")
+        check_positive_int(value_dim, "value_dim", allow_none=True)
+        check_rate(dropout, "dropout")
+        check_choice(
+            attention_implementation, "attention_implementation", IMPLEMENTATIONS
+        )
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim if value_dim is not None else key_dim
@@ -166,8 +168,8 @@ class MultiHeadAttention(keras.layers.Layer):
             bias_axes=bias_axes if self.use_bias else None,
             # A fresh initializer per projection, so that seeded ones do not
             # hand the same values to every head's matrices.
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -188,14 +190,14 @@ class MultiHeadAttention(keras.layers.Layer):
         query_dim = query_shape[-1]
         output_dim = self.output_dim or query_dim
         n, h, v = self.num_heads, self.key_dim, self.value_dim
-        # (B, T, D) x (D, N, H) -> (B, T, N, H)
+        # W_q^h, W_k^h, W_v^h of all heads: (B, T, D) x (D, N, H) -> (B, T, N, H)
         self._query_dense = self._dense("btd,dnh->btnh", (None, n, h), "nh", "query")
         self._query_dense.build(query_shape)
         self._key_dense = self._dense("bsd,dnh->bsnh", (None, n, h), "nh", "key")
         self._key_dense.build(key_shape)
         self._value_dense = self._dense("bsd,dnh->bsnh", (None, n, v), "nh", "value")
         self._value_dense.build(value_shape)
-        # (B, T, N, V) x (N, V, D) -> (B, T, D)
+        # W_c: (B, T, N, V) x (N, V, D) -> (B, T, D)
         self._output_dense = self._dense(
             "btnv,nvd->btd", (None, output_dim), "d", "attention_output"
         )
@@ -203,31 +205,108 @@ class MultiHeadAttention(keras.layers.Layer):
         self._dropout_layer = HashedDropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
-    def _project(self, dense, x):
-        """`dense(x)` for a (D, N, H) projection, as one (D, N*H) matmul.
+    def call(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        cache=None,
+        cache_update_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        key = self._check_inputs(query, value, key, cache, cache_update_index)
+        updating = cache is not None and cache_update_index is not None
+        if key_mask is None:
+            key_mask = value_mask
+        if updating:
+            key_mask = None  # The keys are the cache's, not the new tokens'.
 
-        The same values as the `EinsumDense` call, whose weights these are,
-        shaped so that XLA on the CPU compiles a single row (a decoding
-        step at batch 1) into its vectorized matrix-vector kernel with the
-        bias add fused: about 1.5-2 us for `small`'s 128 x 128 projection
-        where the einsum took 19 us. The bias is flattened by joining its
-        heads' rows: flattened with a reshape, XLA moves the reshape past
-        the add (`reshape(dot) + bias`) and then compiles the lone
-        matrix-vector product as an elementwise loop.
-        """
-        if getattr(dense, "quantization_mode", None) or getattr(
-            dense, "lora_enabled", False
-        ):
-            return dense(x)
-        d, n, h = dense.kernel.shape
-        y = ops.matmul(x, ops.reshape(dense.kernel, (d, n * h)))  # (B, T, N*H)
-        if dense.bias is not None:
-            bias = dense.bias  # (N, H)
-            y = y + ops.concatenate([bias[i] for i in range(n)], axis=0)
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(y, (batch, length, n, h))  # (B, T, N, H)
+        # Eq. (7.25), the projections: W_q^h x(t), W_k^h x(s), W_v^h x(s).
+        queries = kernels.project_heads(self._query_dense, query)  # (B, T, N, H)
+        keys, values, cache = self._keys_and_values(
+            value, key, cache, cache_update_index
+        )  # (B, S, N, H) and (B, S, N, V), or only the (B, 2, N, S, H) cache
 
-    # Masks.
+        # Eq. (7.27): keys a query may not see (later ones, padding) masked.
+        mask = self._attention_mask(
+            query,
+            keys if cache is None else cache,
+            1 if cache is None else 3,  # the axis of the key positions
+            query_mask,
+            key_mask,
+            attention_mask,
+            use_causal_mask,
+            causal_offset=cache_update_index if updating else None,
+        )  # (B, T, S) or None
+
+        # Eq. (7.25), the weights alpha^h and each head's context u^h.
+        context, weights = self._attend(
+            queries, keys, values, cache, mask, return_attention_scores, training
+        )  # (B, T, N, V) and (B, N, T, S) or None
+
+        # Eq. (7.26): u(t) = sum_h W_c^h u^h(t).
+        output = self._output_dense(context)  # (B, T, D)
+        if mask is not None:
+            # A query with no key to attend to gets a zero vector: the softmax
+            # over an all-masked row is uniform, not zero, and the output
+            # bias would leak through as well.
+            has_key = ops.any(mask, axis=-1)[:, :, None]  # (B, T, 1)
+            output = ops.where(has_key, output, ops.zeros_like(output))
+
+        outputs = (output,)
+        if return_attention_scores:
+            outputs += (weights,)
+        if cache is not None:
+            outputs += (cache,)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    # Attention, Eq. (7.25).
+
+    def _attend(self, queries, keys, values, cache, mask, return_weights, training):
+        """Per-head context (B, T, N, V) and weights (B, N, T, S) or None."""
+        if cache is None and self._use_fused(return_weights, training):
+            context = kernels.fused_attention(
+                queries, keys, values, mask, scale=1.0 / math.sqrt(self.key_dim)
+            )
+            return context, None
+        if cache is None:
+            # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
+            scores = ops.einsum("btnh,bsnh->bnts", queries, keys)
+        else:
+            scores = kernels.cached_scores(queries, cache)  # (B, N, T, S)
+        weights = self._attention_weights(scores, mask)  # (B, N, T, S)
+        dropped = self._dropout_layer(weights, training=training)
+        if cache is None:
+            # (B, N, T, S) x (B, S, N, V) -> (B, T, N, V)
+            context = ops.einsum("bnts,bsnv->btnv", dropped, values)
+        else:
+            context = kernels.cached_context(dropped, cache)  # (B, T, N, V)
+        return context, weights
+
+    def _attention_weights(self, scores, mask):
+        """(B, N, T, S) raw scores -> masked softmax weights (B, N, T, S)."""
+        scale = ops.cast(1.0 / math.sqrt(self.key_dim), scores.dtype)
+        scores = ops.multiply(scores, scale)
+        if mask is not None:
+            mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
+        return masks_lib.masked_softmax(scores, mask, self.compute_dtype)
+
+    def _use_fused(self, return_attention_scores, training):
+        if self.attention_implementation == "explicit":
+            return False
+        if return_attention_scores:
+            return False
+        if training and self.dropout > 0:
+            return False
+        return kernels.fused_attention_available(self.compute_dtype)
+
+    # Masks, Eq. (7.27).
 
     def _attention_mask(
         self,
@@ -259,153 +338,10 @@ class MultiHeadAttention(keras.layers.Layer):
             causal,
         )
 
-    # Attention.
+    # Inputs and cache.
 
-    def _use_fused(self, return_attention_scores, training):
-        if self.attention_implementation == "explicit":
-            return False
-        if return_attention_scores:
-            return False
-        if training and self.dropout > 0:
-            return False
-        if self.compute_dtype == "float16" and keras.backend.backend() == "jax":
-            # XLA:CPU has no float16 dot with float32 accumulation, which
-            # JAX's fused attention asks for; the explicit path works.
-            return _on_gpu()
-        return True
-
-    def _explicit_attention(self, query, key, value, mask, training):
-        # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
-        scores = ops.einsum("btnh,bsnh->bnts", query, key)
-        weights = self._attention_weights(scores, mask, training)
-        dropped = self._dropout_layer(weights, training=training)
-        # (B, N, T, S) x (B, S, N, V) -> (B, T, N, V)
-        context = ops.einsum("bnts,bsnv->btnv", dropped, value)
-        return context, weights
-
-    def _attention_weights(self, scores, mask, training):
-        """(B, N, T, S) raw scores -> masked softmax weights (B, N, T, S)."""
-        scores = ops.multiply(
-            scores, ops.cast(1.0 / math.sqrt(self.key_dim), scores.dtype)
-        )
-        # Softmax in float32: float16 logits lose the small differences that
-        # decide the weights, and its range is too short for masked values.
-        scores = ops.cast(scores, "float32")
-        if mask is not None:
-            scores = ops.where(
-                mask[:, None, :, :], scores, masks_lib.masked_value("float32")
-            )
-        weights = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        if mask is not None:
-            weights = ops.where(mask[:, None, :, :], weights, 0)
-        return weights
-
-    def _fused_attention(self, query, key, value, mask):
-        if mask is not None:
-            mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
-        return ops.dot_product_attention(
-            query, key, value, mask=mask, scale=1.0 / math.sqrt(self.key_dim)
-        )
-
-    def _cached_attention(self, query, cache, mask, training):
-        """Attention over a stacked cache (B, 2, N, S, H), read in place.
-
-        The same numbers as `_explicit_attention`. XLA on the CPU runs a
-        batched matrix product on whole buffers whose batch axes come
-        first, so taking the keys or the values out of the stacked cache
-        (a strided slice), or reading a cache whose positions come before
-        its heads, copied every cache at every decoding step: 8 copies a
-        step for `small`'s 2 decoder blocks, 14% of a greedy call at batch
-        32. Here both products run over the whole stack, with (B, 2, N) as
-        batch axes, and the keys' scores and the values' context are taken
-        from their results: twice the arithmetic of two products of one
-        query row each, against copying two (B, N, S, H) tensors.
-        """
-        query = ops.transpose(query, (0, 2, 1, 3))[:, None]  # (B, 1, N, T, H)
-        both = ops.concatenate([query, query], axis=1)  # (B, 2, N, T, H)
-        scores = ops.einsum("bcnth,bcnsh->bcnts", both, cache)[:, 0]  # (B, N, T, S)
-        weights = self._attention_weights(scores, mask, training)
-        dropped = self._dropout_layer(weights, training=training)[:, None]
-        dropped = ops.concatenate([dropped, dropped], axis=1)  # (B, 2, N, T, S)
-        context = ops.einsum("bcnts,bcnsv->bcntv", dropped, cache)[:, 1]
-        return ops.transpose(context, (0, 2, 1, 3)), weights  # (B, T, N, V)
-
-    # Cache.
-
-    def cache_shape(self, batch_size, length):
-        """The shape of this layer's cache: (B, 2, N, L, H).
-
-        Keys then values, each heads first (B, N, L, H); `_cached_attention`
-        says why heads come before positions.
-        """
-        return (batch_size, 2, self.num_heads, length, self.key_dim)
-
-    def compute_cache(self, value, key=None):
-        """Keys and values of a fixed source, stacked as (B, 2, N, S, H).
-
-        Used for cross attention while decoding: computed once per source,
-        then passed as `cache` (without `cache_update_index`) at every step.
-        """
-        if self.value_dim != self.key_dim:
-            raise ValueError(
-                "A cache stacks keys and values, so `value_dim` must equal "
-                f"`key_dim`; received key_dim={self.key_dim}, "
-                f"value_dim={self.value_dim}."
-            )
-        key = value if key is None else key
-        return self._stack_heads_first(key, value)
-
-    def _stack_heads_first(self, key, value):
-        """Projected keys and values of (B, S, D) inputs as (B, 2, N, S, H)."""
-        return ops.stack(
-            [
-                ops.transpose(self._project(self._key_dense, key), (0, 2, 1, 3)),
-                ops.transpose(self._project(self._value_dense, value), (0, 2, 1, 3)),
-            ],
-            axis=1,
-        )
-
-    def _keys_and_values(self, value, key, cache, cache_update_index):
-        if cache is None:
-            if cache_update_index is not None:
-                raise ValueError(
-                    "`cache_update_index` was given without a `cache`; pass "
-                    "both, or neither."
-                )
-            return (
-                self._project(self._key_dense, key),
-                self._project(self._value_dense, value),
-                None,
-            )
-        _check_rank(cache, 5, "cache", "(batch_size, 2, num_heads, length, key_dim)")
-        expected = (None, 2, self.num_heads, None, self.key_dim)
-        masks_lib.check_mask_shape(cache, "cache", expected)
-        if cache_update_index is not None:
-            # One update of the stacked cache, which a compiled decoding
-            # loop does in place; updating keys and values apart and
-            # stacking them again copied the whole cache at every step.
-            new = self._stack_heads_first(key, value)  # (B, 2, N, T, H)
-            cache = ops.slice_update(
-                cache, [0, 0, 0, cache_update_index, 0], new
-            )  # (B, 2, N, S, H)
-        # `_cached_attention` reads keys and values from the stack itself.
-        return None, None, cache
-
-    def call(
-        self,
-        query,
-        value=None,
-        key=None,
-        query_mask=None,
-        value_mask=None,
-        key_mask=None,
-        attention_mask=None,
-        use_causal_mask=False,
-        cache=None,
-        cache_update_index=None,
-        return_attention_scores=False,
-        training=None,
-    ):
+    def _check_inputs(self, query, value, key, cache, cache_update_index):
+        """Check ranks and lengths; return `key`, defaulted to `value`."""
         _check_rank(query, 3, "query", "(batch_size, query_length, dim)")
         if value is None and (cache is None or cache_update_index is not None):
             raise ValueError("`value` is required unless a fixed `cache` is given.")
@@ -421,49 +357,71 @@ class MultiHeadAttention(keras.layers.Layer):
                     f"key shape {tuple(key.shape)} and value shape "
                     f"{tuple(value.shape)}."
                 )
-        if key_mask is None:
-            key_mask = value_mask
-        updating = cache is not None and cache_update_index is not None
-        if updating:
-            key_mask = None  # The keys are the cache's, not the new tokens'.
+        return key
 
-        query_heads = self._project(self._query_dense, query)  # (B, T, N, H)
-        keys, values, cache = self._keys_and_values(
-            value, key, cache, cache_update_index
-        )  # (B, S, N, H) and (B, S, N, V), or only the (B, 2, N, S, H) cache
-        mask = self._attention_mask(
-            query,
-            keys if cache is None else cache,
-            1 if cache is None else 3,  # the axis of the key positions
-            query_mask,
-            key_mask,
-            attention_mask,
-            use_causal_mask,
-            causal_offset=cache_update_index if updating else None,
+    def _keys_and_values(self, value, key, cache, cache_update_index):
+        """Projected keys and values, or the (possibly updated) cache."""
+        if cache is None:
+            if cache_update_index is not None:
+                raise ValueError(
+                    "`cache_update_index` was given without a `cache`; pass "
+                    "both, or neither."
+                )
+            keys = kernels.project_heads(self._key_dense, key)  # (B, S, N, H)
+            values = kernels.project_heads(self._value_dense, value)  # (B, S, N, V)
+            return keys, values, None
+        _check_rank(cache, 5, "cache", "(batch_size, 2, num_heads, length, key_dim)")
+        expected = (None, 2, self.num_heads, None, self.key_dim)
+        masks_lib.check_mask_shape(cache, "cache", expected)
+        if cache_update_index is not None:
+            new = self._stacked_keys_and_values(key, value)  # (B, 2, N, T, H)
+            cache = kernels.update_cache(cache, new, cache_update_index)
+        # The cached attention reads keys and values from the stack itself.
+        return None, None, cache
+
+    def _stacked_keys_and_values(self, key, value):
+        """Projected keys and values of (B, S, D) inputs as (B, 2, N, S, H)."""
+        return kernels.stack_heads_first(
+            kernels.project_heads(self._key_dense, key),
+            kernels.project_heads(self._value_dense, value),
         )
-        if cache is not None:
-            context, scores = self._cached_attention(query_heads, cache, mask, training)
-        elif self._use_fused(return_attention_scores, training):
-            context = self._fused_attention(query_heads, keys, values, mask)
-            scores = None
-        else:
-            context, scores = self._explicit_attention(
-                query_heads, keys, values, mask, training
-            )
-        output = self._output_dense(context)  # (B, T, D)
-        if mask is not None:
-            # A query with no key to attend to gets a zero vector: the softmax
-            # over an all-masked row is uniform, not zero, and the output
-            # bias would leak through as well.
-            has_key = ops.any(mask, axis=-1)[:, :, None]  # (B, T, 1)
-            output = ops.where(has_key, output, ops.zeros_like(output))
 
-        outputs = (output,)
-        if return_attention_scores:
-            outputs += (scores,)
-        if cache is not None:
-            outputs += (cache,)
-        return outputs[0] if len(outputs) == 1 else outputs
+    def cache_shape(self, batch_size, length):
+        """The shape of this layer's cache: (B, 2, N, L, H).
+
+        Keys then values, each heads first (B, N, L, H); the module
+        docstring of `attention_kernels` says why.
+
+        Args:
+            batch_size: int, B.
+            length: int, the number of positions L the cache holds.
+
+        Returns:
+            A shape tuple.
+        """
+        return (batch_size, 2, self.num_heads, length, self.key_dim)
+
+    def compute_cache(self, value, key=None):
+        """Keys and values of a fixed source, stacked as (B, 2, N, S, H).
+
+        Used for cross attention while decoding: computed once per source,
+        then passed as `cache` (without `cache_update_index`) at every step.
+
+        Args:
+            value: (B, S, D_v) tensor, e.g. the encoder output.
+            key: (B, S, D_k) tensor, defaults to `value`.
+
+        Returns:
+            The (B, 2, N, S, H) cache.
+        """
+        if self.value_dim != self.key_dim:
+            raise ValueError(
+                "A cache stacks keys and values, so `value_dim` must equal "
+                f"`key_dim`; received key_dim={self.key_dim}, "
+                f"value_dim={self.value_dim}."
+            )
+        key = value if key is None else key
+        return self._stacked_keys_and_values(key, value)
 
     def get_config(self):
         config = super().get_config()
@@ -483,9 +441,3 @@ class MultiHeadAttention(keras.layers.Layer):
             }
         )
         return config
-
-
-def _on_gpu():
-    import jax
-
-    return jax.default_backend() == "gpu"

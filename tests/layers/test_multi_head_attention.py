@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from keras import ops
 
-from keras_seq import generation, masks
+from keras_seq import masks
 from keras_seq.layers import MultiHeadAttention
 from keras_seq.testing import (
     assert_all_close,
@@ -381,28 +381,3 @@ class TestErrors:
                 cache=np.zeros((B, 2, T, N, H), "float32"),
                 cache_update_index=0,
             )
-
-
-@pytest.mark.parametrize("use_bias", [True, False])
-@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (2, 5)])
-def test_projections_equal_their_einsum_layers(use_bias, shape):
-    # The layer computes its query, key and value heads as one 2-D matmul
-    # over the weights of its `EinsumDense` projections; the heads must be
-    # the projections' own outputs, for a single row (a decoding step) too,
-    # and inside a compiled function whose shapes are unknown.
-    layer = MultiHeadAttention(num_heads=3, key_dim=4, use_bias=use_bias)
-    x = np.random.default_rng(0).normal(size=shape + (6,)).astype("float32")
-    layer(x, x)
-    for dense in (layer._query_dense, layer._key_dense, layer._value_dense):
-        if use_bias:
-            dense.bias.assign(np.arange(12, dtype="float32").reshape(3, 4) / 7)
-        expected = ops.convert_to_numpy(dense(x))
-        heads = layer._project(dense, x)
-        assert tuple(heads.shape) == shape + (3, 4)
-        np.testing.assert_allclose(ops.convert_to_numpy(heads), expected, atol=1e-6)
-        compiled = generation.compile_for_backend(
-            lambda t, d=dense: layer._project(d, t)
-        )
-        np.testing.assert_allclose(
-            ops.convert_to_numpy(compiled(x)), expected, atol=1e-6
-        )

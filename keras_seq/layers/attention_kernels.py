@@ -1,0 +1,154 @@
+"""The fast kernels of `MultiHeadAttention`, in one place.
+
+`MultiHeadAttention.call` reads as Eq. (7.25)-(7.27); the functions here
+compute the same numbers in the shapes that the compilers run fastest. Each
+is tested equal to the plain einsum formulation in
+`tests/layers/test_attention_kernels.py`; measurements are in
+`benchmarks/README.md`.
+
+- `project_heads`: a (D, N, H) projection as one (D, N*H) matmul, because
+  XLA on the CPU compiles a 2-D matmul of one row (a decoding step at
+  batch 1) into its vectorized matrix-vector kernel, which it does not do
+  for the equivalent einsum.
+- `fused_attention`: `keras.ops.dot_product_attention`, the backend's own
+  attention kernel, where the backend has one for the compute dtype.
+- The cache layout (B, 2, N, L, H), keys and values stacked, heads before
+  positions, because the batched matmuls then read the cache in place:
+  `cached_scores` and `cached_context` run over the whole stack with
+  (B, 2, N) as batch axes instead of slicing the keys or the values out
+  (a strided copy of every cache at every step).
+- `update_cache`: one `slice_update` of the stacked cache, which a compiled
+  decoding loop does in place; updating keys and values apart and stacking
+  them again would copy the whole cache at every step.
+
+Shape legend:
+    B: batch size
+    T: query length
+    S: key/value length
+    L: cache length
+    D: input width
+    N: number of heads
+    H: head width of queries and keys (`key_dim`)
+    V: head width of values (`value_dim`; equal to H in a cache)
+"""
+
+import keras
+from keras import ops
+
+
+def project_heads(dense, x):
+    """`dense(x)` for an `EinsumDense` (D, N, H) projection, as one matmul.
+
+    The same weights and values as calling the layer. The bias is joined
+    from its heads' rows by a concatenation, not flattened by a reshape:
+    XLA moves a reshape past the add (`reshape(dot) + bias`) and then
+    compiles the lone matrix-vector product as an elementwise loop.
+    Quantized and LoRA projections keep their own call.
+
+    Args:
+        dense: a built `keras.layers.EinsumDense` with equation
+            `"...d,dnh->...nh"` and an (N, H) bias or none.
+        x: (B, T, D) tensor.
+
+    Returns:
+        (B, T, N, H) tensor, equal to `dense(x)`.
+    """
+    if getattr(dense, "quantization_mode", None) or getattr(
+        dense, "lora_enabled", False
+    ):
+        return dense(x)
+    d, n, h = dense.kernel.shape
+    y = ops.matmul(x, ops.reshape(dense.kernel, (d, n * h)))  # (B, T, N*H)
+    if dense.bias is not None:
+        bias = dense.bias  # (N, H)
+        y = y + ops.concatenate([bias[i] for i in range(n)], axis=0)  # (N*H,)
+    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    return ops.reshape(y, (batch, length, n, h))  # (B, T, N, H)
+
+
+def fused_attention_available(compute_dtype):
+    """Whether the backend's fused attention runs in `compute_dtype`.
+
+    XLA on the CPU has no float16 dot with float32 accumulation, which
+    JAX's fused attention asks for; on a GPU it has.
+    """
+    if compute_dtype == "float16" and keras.backend.backend() == "jax":
+        return _jax_on_gpu()
+    return True
+
+
+def fused_attention(query, key, value, mask, scale):
+    """Eq. (7.25) by `keras.ops.dot_product_attention`.
+
+    Args:
+        query: (B, T, N, H) tensor.
+        key: (B, S, N, H) tensor.
+        value: (B, S, N, V) tensor.
+        mask: (B, T, S) boolean, True where a query may attend, or None.
+        scale: float, the score scale `1 / sqrt(H)`.
+
+    Returns:
+        (B, T, N, V) per-head context. A row without keys is not zero
+        here; the caller zeroes it.
+    """
+    if mask is not None:
+        mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
+    return ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
+
+
+def stack_heads_first(keys, values):
+    """Keys (B, S, N, H) and values (B, S, N, H) as a (B, 2, N, S, H) cache."""
+    return ops.stack(
+        [
+            ops.transpose(keys, (0, 2, 1, 3)),  # (B, N, S, H)
+            ops.transpose(values, (0, 2, 1, 3)),  # (B, N, S, H)
+        ],
+        axis=1,
+    )  # (B, 2, N, S, H)
+
+
+def update_cache(cache, new, index):
+    """Write the (B, 2, N, T, H) `new` into the cache at position `index`."""
+    return ops.slice_update(cache, [0, 0, 0, index, 0], new)  # (B, 2, N, L, H)
+
+
+def cached_scores(query, cache):
+    """Raw scores `q . k` of (B, T, N, H) queries against a stacked cache.
+
+    Both halves of the (B, 2, N, L, H) cache are multiplied and the keys'
+    half is kept: twice the arithmetic of one product, against copying the
+    keys out of the stack.
+
+    Returns:
+        (B, N, T, L) scores, unscaled, equal to
+        `einsum("btnh,bnlh->bntl", query, cache[:, 0])`.
+    """
+    query = ops.transpose(query, (0, 2, 1, 3))[:, None]  # (B, 1, N, T, H)
+    both = ops.concatenate([query, query], axis=1)  # (B, 2, N, T, H)
+    return ops.einsum("bcnth,bcnsh->bcnts", both, cache)[:, 0]  # (B, N, T, L)
+
+
+def cached_context(weights, cache):
+    """Weighted sum of the cached values, `sum_l weights_l v_l`.
+
+    As in `cached_scores`, the product runs over the whole stack and the
+    values' half is kept.
+
+    Args:
+        weights: (B, N, T, L) attention weights.
+        cache: (B, 2, N, L, V) stacked keys and values.
+
+    Returns:
+        (B, T, N, V) per-head context, equal to
+        `einsum("bntl,bnlv->btnv", weights, cache[:, 1])`.
+    """
+    weights = weights[:, None]  # (B, 1, N, T, L)
+    both = ops.concatenate([weights, weights], axis=1)  # (B, 2, N, T, L)
+    context = ops.einsum("bcnts,bcnsv->bcntv", both, cache)[:, 1]  # (B, N, T, V)
+    return ops.transpose(context, (0, 2, 1, 3))  # (B, T, N, V)
+
+
+def _jax_on_gpu():
+    import jax  # Backend-specific: only reached with the JAX backend.
+
+    return jax.default_backend() == "gpu"
