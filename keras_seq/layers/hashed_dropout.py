@@ -1,32 +1,32 @@
-"""Dropout whose mask is a hash of each element's position, fused into the
-multiply.
+"""Dropout whose mask is a hash of each element's position.
 
-`keras.layers.Dropout` draws one 32-bit random number per element it may
-drop (Philox on TensorFlow, Threefry on JAX). Under XLA on a CPU the
-generator runs as a call of its own and its output is assembled into the
-mask's shape before the multiply: for the `small` translator's training
-step, 18 masks, the TensorFlow profiler put those two kinds of operations
-at about an eighth of the step's processor time even with a third of the
-draws (an earlier version of this layer drew 10 bits per element).
+`keras.layers.Dropout` draws one random number per element it may drop;
+under XLA the generator runs as a call of its own whose output must be
+stored and reshaped before the multiply. `hashed_dropout` draws only a key,
+two numbers per call, and derives each element's keep-or-drop number from
+the key and the element's position in the mask:
 
-Here the generator draws only a key, two numbers per call. Each element's
-keep-or-drop number is then a hash of the key and of the element's
-position in the mask: an integer multiply by the golden ratio, two rounds
-of the `lowbias32` mixer (C. Wellons, "Hash function prospector",
-2018: a bijection of 32-bit integers whose output bits each flip with
-probability close to 1/2 when one input bit flips) and one comparison
-against `rate * 2**32`. Those are elementwise operations on the mask's
-positions, which XLA fuses into the loop that applies the mask, so no
-random numbers are stored. Against the 10-bit masks it replaces, the
-`small` translator's training step ran 1.08-1.12x as fast on TensorFlow
-with XLA and 1.07-1.09x on JAX; TensorFlow without XLA ran 0.98x (see
-benchmarks/README.md, "Dropout masks, hashed").
+    h(i) = mix32(mix32(i * G + key[0]) ^ key[1]),   keep i iff h(i) >= r
+
+with `G = 2**32 / golden ratio` (Knuth's multiplicative hashing: an odd
+multiplier that sends consecutive positions far apart), `mix32` the
+`lowbias32` mixer of C. Wellons' "Hash function prospector" (a bijection
+of 32-bit integers whose output bits each flip with probability close to
+1/2 when one input bit flips) and `r = round(rate * 2**32)`. Every step is
+a bijection of uint32, so distinct positions get distinct numbers and, over
+all 2**32 positions, every number occurs exactly once: the share of numbers
+below `r` is `r / 2**32`, which is `rate` to within 2**-32 (the rounding of
+`r`). The mixer makes the numbers of a mask's positions behave as draws
+from that range, so each element is dropped with probability `rate`.
+These are elementwise integer operations on the positions, which XLA fuses
+into the loop that applies the mask, so no random numbers are stored
+(measurements: benchmarks/README.md, "Dropout masks, hashed").
 
 A hash is not a cryptographic generator, and dropout does not need one:
-the masks' tests check the drop rate, the expectation, that neighbouring
-positions and successive calls are independent, seeds and noise shapes.
-The hash needs wrap-around unsigned 32-bit arithmetic, which TensorFlow
-and JAX have; on other backends the mask is `keras.random.dropout`'s.
+the tests check the drop rate, the expectation, that neighbouring positions
+and successive calls are independent, seeds and noise shapes. The hash
+needs wrap-around unsigned 32-bit arithmetic, which TensorFlow and JAX
+have; on other backends the mask is `keras.random.dropout`'s.
 """
 
 import math
@@ -34,6 +34,8 @@ import math
 import keras
 import numpy as np
 from keras import ops
+
+from keras_seq.validation import check_rate
 
 # Multiplies a position before mixing: 2**32 over the golden ratio, odd,
 # so that consecutive positions land far apart (Knuth's multiplicative
@@ -104,8 +106,7 @@ def hashed_dropout(inputs, rate, noise_shape=None, seed=None):
         `inputs` with elements set to zero with probability `rate` (to
         within 2**-32) and the others divided by `1 - rate`.
     """
-    if not 0 <= rate < 1:
-        raise ValueError(f"`rate` must be in [0, 1); received rate={rate}.")
+    check_rate(rate, "rate")
     if rate == 0:
         return inputs
     if keras.backend.backend() not in _HASHING_BACKENDS:
@@ -129,12 +130,30 @@ class HashedDropout(keras.layers.Dropout):
     fused into the multiply under XLA. Every dropout of keras-seq's
     Transformer layers and builders is this one.
 
+    Args:
+        rate: float in [0, 1), the probability of dropping an element.
+        noise_shape: optional shape of the mask, broadcast against the
+            inputs; `None` entries take the input's size.
+        seed: int or None, the seed of the key's generator.
+        **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
+
+    Call arguments:
+        inputs: a float tensor of any shape.
+        training: bool, whether to drop; without it the inputs pass as is.
+
+    Returns:
+        A tensor of the inputs' shape and dtype.
+
     Example:
 
     >>> layer = HashedDropout(0.1)
     >>> x = keras.ops.ones((2, 3))
     >>> bool(keras.ops.all(layer(x, training=False) == x))
     True
+
+    References:
+        Srivastava et al., "Dropout: A Simple Way to Prevent Neural
+        Networks from Overfitting", JMLR 2014.
     """
 
     def call(self, inputs, training=False):
