@@ -1,5 +1,7 @@
 """Helpers shared by the builders: argument checks and preset resolution."""
 
+import inspect
+
 import keras
 
 from keras_seq.masks import check_token_ids
@@ -37,8 +39,60 @@ def final_norm(norm_first, epsilon, name):
     return keras.layers.Identity(name=name)
 
 
+# What a zoo model passes on to `keras.Model`; the rest are hyperparameters.
+MODEL_KWARGS = ("name", "trainable")
+
+
+def init_defaults(model_cls):
+    """The hyperparameters of `model_cls.__init__` with their defaults.
+
+    Builders merge a preset and the user's overrides onto these, so each
+    default is written once, in the model's signature.
+
+    Returns:
+        A dict from argument name to default value.
+    """
+    parameters = inspect.signature(model_cls.__init__).parameters.values()
+    return {
+        parameter.name: parameter.default
+        for parameter in parameters
+        if parameter.default is not inspect.Parameter.empty
+    }
+
+
+def check_model_kwargs(kwargs, model_cls, family):
+    """Raise a `TypeError` for keyword arguments a zoo model does not take.
+
+    A zoo model's `**kwargs` go to `keras.Model`, which accepts only
+    `name` and `trainable` here; anything else is a misspelled
+    hyperparameter and must fail loudly rather than deep in Keras.
+
+    Args:
+        kwargs: the `**kwargs` the model's `__init__` received.
+        model_cls: the model class, whose signature lists the valid names.
+        family: the family's name in the message, e.g. `"RNN seq2seq"`.
+    """
+    unknown = sorted(set(kwargs) - set(MODEL_KWARGS))
+    if unknown:
+        raise TypeError(
+            f"Unknown {family} arguments {unknown}; expected some of "
+            f"{sorted(init_defaults(model_cls))}."
+        )
+
+
 def resolve_config(defaults, presets, preset, overrides, family):
-    """defaults <- preset config <- user overrides, with clear errors."""
+    """defaults <- preset config <- user overrides, with clear errors.
+
+    Args:
+        defaults: the family's defaults, usually `init_defaults(ModelClass)`.
+        presets: the family's presets, a dict of name -> preset dict.
+        preset: a preset name, or None.
+        overrides: the builder's keyword arguments.
+        family: the family's name in error messages.
+
+    Returns:
+        The merged config dict.
+    """
     config = dict(defaults)
     if preset is not None:
         if preset not in presets:

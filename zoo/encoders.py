@@ -21,25 +21,28 @@ from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
+    check_model_kwargs,
     final_norm,
+    init_defaults,
     resolve_config,
 )
 
-ENCODER_DEFAULTS = {
-    "vocabulary_size": 8000,
-    "num_layers": 2,
-    "model_dim": 128,
-    "num_heads": 4,
-    "key_dim": None,
-    "value_dim": None,
-    "ff_dim": 512,
-    "dropout": 0.1,
-    "max_length": 128,
-    "positional": "learned",
-    "norm_first": False,
-    "attention_bias": True,
-    "layer_norm_epsilon": 1e-5,
-}
+# The hyperparameters both encoder models share, in `get_config` order.
+ENCODER_ARGUMENTS = (
+    "vocabulary_size",
+    "num_layers",
+    "model_dim",
+    "num_heads",
+    "key_dim",
+    "value_dim",
+    "ff_dim",
+    "dropout",
+    "max_length",
+    "positional",
+    "norm_first",
+    "attention_bias",
+    "layer_norm_epsilon",
+)
 
 
 def _encoder_stack(config, token_ids):
@@ -91,35 +94,89 @@ class _ConfigModel(TokenIdsModel):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class Classifier(_ConfigModel):
+class Classifier(TokenIdsModel):
     """Encoder blocks, masked mean pooling and a softmax classifier.
 
     The encoder-style use of a Transformer for sentiment: the contextual
     vectors of the real tokens are averaged into one sentence vector, and
     a dense layer gives class logits.
 
+    Args:
+        vocabulary_size: int, number of token ids V (0 is padding).
+        num_layers: int, number of encoder blocks.
+        model_dim: int, width D of every block.
+        num_heads, key_dim, value_dim, ff_dim, norm_first, attention_bias,
+            layer_norm_epsilon: see `keras_seq.layers.TransformerEncoderBlock`.
+        dropout: float in [0, 1), in the blocks and on the embeddings.
+        max_length: int, longest input sequence.
+        positional: `"learned"` (Eq. 7.28) or `"sinusoidal"` (Eq. 7.29).
+        num_classes: int, number of classes C.
+        **kwargs: `name` and `trainable`, passed to `keras.Model`.
+
     Inputs:
         token_ids: (B, T) int, 0 = padding.
 
     Outputs:
         (B, C) class logits.
+
+    Example:
+    >>> model = Classifier(vocabulary_size=100, num_layers=1, model_dim=16,
+    ...                    num_heads=2, ff_dim=32, num_classes=3)
+    >>> tuple(model(keras.ops.ones((2, 5), "int32")).shape)
+    (2, 3)
     """
 
-    def __init__(self, num_classes=2, **config):
-        config = {**ENCODER_DEFAULTS, **config}
-        name = config.pop("name", None)
+    def __init__(
+        self,
+        vocabulary_size=8000,
+        num_layers=2,
+        model_dim=128,
+        num_heads=4,
+        key_dim=None,
+        value_dim=None,
+        ff_dim=512,
+        dropout=0.1,
+        max_length=128,
+        positional="learned",
+        norm_first=False,
+        attention_bias=True,
+        layer_norm_epsilon=1e-5,
+        num_classes=2,
+        **kwargs,
+    ):
+        check_model_kwargs(kwargs, Classifier, "classifier")
+        arguments = locals()
+        config = {name: arguments[name] for name in ENCODER_ARGUMENTS}
         check_positive_int(num_classes, "num_classes")
+
+        # Functional graph.
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         _, x = _encoder_stack(config, token_ids)
         pooled = MaskedMeanPooling(name="pooling")(x)  # (B, D)
-        pooled = HashedDropout(config["dropout"], name="pooled_dropout")(pooled)
+        pooled = HashedDropout(dropout, name="pooled_dropout")(pooled)
         logits = keras.layers.Dense(num_classes, name="logits")(pooled)  # (B, C)
-        super().__init__(inputs=token_ids, outputs=logits, name=name)
-        self._store_config({**config, "num_classes": num_classes})
+        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
+
+        # Config.
+        for name, value in config.items():
+            setattr(self, name, value)
+        self.num_classes = num_classes
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **{name: getattr(self, name) for name in ENCODER_ARGUMENTS},
+            "num_classes": self.num_classes,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class MaskedLanguageModel(_ConfigModel):
+class MaskedLanguageModel(TokenIdsModel):
     """Encoder blocks with a masked-token head, as in BERT.
 
     The head (dense, GELU, layer norm, then logits tied to the token table)
@@ -128,56 +185,146 @@ class MaskedLanguageModel(_ConfigModel):
     the masked ones. `embed_sentences` gives masked-mean sentence vectors
     of the last encoder block for semantic search.
 
+    Args:
+        vocabulary_size: int, number of token ids V (0 is padding).
+        num_layers: int, number of encoder blocks.
+        model_dim: int, width D of every block.
+        num_heads, key_dim, value_dim, ff_dim, norm_first, attention_bias,
+            layer_norm_epsilon: see `keras_seq.layers.TransformerEncoderBlock`.
+        dropout: float in [0, 1), in the blocks and on the embeddings.
+        max_length: int, longest input sequence.
+        positional: `"learned"` (Eq. 7.28) or `"sinusoidal"` (Eq. 7.29).
+        **kwargs: `name` and `trainable`, passed to `keras.Model`.
+
     Inputs:
         token_ids: (B, T) int, 0 = padding.
 
     Outputs:
         (B, T, V) logits.
+
+    Example:
+    >>> model = MaskedLanguageModel(vocabulary_size=100, num_layers=1,
+    ...                             model_dim=16, num_heads=2, ff_dim=32)
+    >>> tuple(model(keras.ops.ones((2, 5), "int32")).shape)
+    (2, 5, 100)
+
+    References:
+        Devlin et al., "BERT: Pre-training of Deep Bidirectional
+        Transformers for Language Understanding", NAACL 2019.
     """
 
-    def __init__(self, **config):
-        config = {**ENCODER_DEFAULTS, **config}
-        name = config.pop("name", None)
+    def __init__(
+        self,
+        vocabulary_size=8000,
+        num_layers=2,
+        model_dim=128,
+        num_heads=4,
+        key_dim=None,
+        value_dim=None,
+        ff_dim=512,
+        dropout=0.1,
+        max_length=128,
+        positional="learned",
+        norm_first=False,
+        attention_bias=True,
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        check_model_kwargs(kwargs, MaskedLanguageModel, "masked language model")
+        arguments = locals()
+        config = {name: arguments[name] for name in ENCODER_ARGUMENTS}
+
+        # Functional graph. The head stays two plain layers of this graph:
+        # Keras stores a functional model's weights under paths made from
+        # its layers' class names (`layers/dense`, `layers/layer_normalization`),
+        # and wrapping them in one head layer would move those paths, so
+        # files saved with this layout would no longer load.
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
         embedding, encoded = _encoder_stack(config, token_ids)
-        x = keras.layers.Dense(
-            config["model_dim"], activation="gelu", name="mlm_dense"
-        )(encoded)
+        x = keras.layers.Dense(model_dim, activation="gelu", name="mlm_dense")(encoded)
         x = keras.layers.LayerNormalization(
-            epsilon=config["layer_norm_epsilon"], name="mlm_norm"
+            epsilon=layer_norm_epsilon, name="mlm_norm"
         )(x)
         logits = embedding(x, reverse=True)  # (B, T, V), tied to the inputs
-        super().__init__(inputs=token_ids, outputs=logits, name=name)
-        self._store_config(config)
+        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
+
+        # Config and handles.
+        for name, value in config.items():
+            setattr(self, name, value)
         self.encoder = keras.Model(token_ids, encoded, name="encoder")
         self.pooling = MaskedMeanPooling(name="sentence_pooling")
 
     def embed_sentences(self, token_ids):
-        """(B, T) ids -> (B, D) unit-length sentence embeddings."""
+        """Unit-length sentence embeddings for semantic search.
+
+        Args:
+            token_ids: (B, T) int, 0 = padding.
+
+        Returns:
+            (B, D) masked means of the last encoder block, L2-normalized.
+        """
         encoded = self.encoder(token_ids, training=False)
         pooled = self.pooling(encoded, mask=ops.not_equal(token_ids, 0))
         return pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-9)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **{name: getattr(self, name) for name in ENCODER_ARGUMENTS},
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
 
 def build_classifier(preset=None, **overrides):
     """Build an encoder-only sentence classifier (e.g. sentiment).
 
     Args:
-        preset: a name in `zoo.presets.CLASSIFIER_PRESETS`, or None.
-        **overrides: `Classifier` arguments, e.g. `vocabulary_size`,
+        preset: a name in `zoo.presets.CLASSIFIER_PRESETS` (`"tiny"`,
+            `"small"`), or None for the defaults.
+        **overrides: any `Classifier` argument, e.g. `vocabulary_size`,
             `num_classes`.
+
+    Returns:
+        A `Classifier`, a functional `keras.Model`.
+
+    Example:
+    >>> model = build_classifier("tiny", num_classes=3)
+    >>> tuple(model(keras.ops.ones((2, 5), "int32")).shape)
+    (2, 3)
     """
-    defaults = {**ENCODER_DEFAULTS, "num_classes": 2}
     config = resolve_config(
-        defaults, presets_lib.CLASSIFIER_PRESETS, preset, overrides, "classifier"
+        init_defaults(Classifier),
+        presets_lib.CLASSIFIER_PRESETS,
+        preset,
+        overrides,
+        "classifier",
     )
     return Classifier(**config)
 
 
 def build_masked_language_model(preset=None, **overrides):
-    """Build an encoder-only masked language model (fill-in, embeddings)."""
+    """Build an encoder-only masked language model (fill-in, embeddings).
+
+    Args:
+        preset: a name in `zoo.presets.ENCODER_PRESETS` (`"tiny"`,
+            `"small"`), or None for the defaults.
+        **overrides: any `MaskedLanguageModel` argument, e.g.
+            `vocabulary_size`, `max_length`.
+
+    Returns:
+        A `MaskedLanguageModel`, a functional `keras.Model`.
+
+    Example:
+    >>> model = build_masked_language_model("tiny")
+    >>> tuple(model(keras.ops.ones((2, 5), "int32")).shape)
+    (2, 5, 100)
+    """
     config = resolve_config(
-        ENCODER_DEFAULTS,
+        init_defaults(MaskedLanguageModel),
         presets_lib.ENCODER_PRESETS,
         preset,
         overrides,

@@ -19,10 +19,19 @@ import keras
 from keras import ops
 
 from keras_seq.masks import PADDING_ID
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import (
+    check_bool,
+    check_choice,
+    check_positive_int,
+    check_rate,
+)
 from zoo import presets as presets_lib
-from zoo.common import resolve_config
-from zoo.encoders import _ConfigModel
+from zoo.common import (
+    TokenIdsModel,
+    check_model_kwargs,
+    init_defaults,
+    resolve_config,
+)
 
 CELLS = ("simple", "lstm", "gru")
 _RECURRENT_LAYERS = {
@@ -31,32 +40,21 @@ _RECURRENT_LAYERS = {
     "gru": keras.layers.GRU,
 }
 
-# Checks shared with `zoo.rnn_translator`.
-
 
 def check_cell(cell, allowed=CELLS):
-    if cell not in allowed:
-        raise ValueError(f"`cell` must be one of {allowed}; received {cell!r}.")
+    """Kept for `zoo.rnn_translator`; new code calls `check_choice`."""
+    check_choice(cell, "cell", allowed)
 
 
 def check_dropout(dropout):
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
-        raise ValueError(f"`dropout` must be a float in [0, 1); received {dropout!r}.")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"`dropout` must be in [0, 1); received {dropout!r}.")
-
-
-def check_bool(value, name):
-    if not isinstance(value, bool):
-        raise ValueError(f"`{name}` must be True or False; received {value!r}.")
+    """Kept for `zoo.rnn_translator`; new code calls `check_rate`."""
+    check_rate(dropout, "dropout")
 
 
 def split_config(config, defaults, family):
     """Builder arguments with defaults filled in, and the base Model kwargs.
 
-    `get_config()` of a `_ConfigModel` holds `name` and `trainable` next to
-    the builder arguments; they go to `keras.Model`, the rest is checked
-    against the family's defaults so that a typo fails loudly.
+    Kept for `zoo.rnn_translator` until it takes explicit arguments.
     """
     config = dict(config)
     base = {key: config.pop(key) for key in ("name", "trainable") if key in config}
@@ -147,19 +145,20 @@ class LogitsDense(keras.layers.Dense):
         return None
 
 
-LANGUAGE_MODEL_DEFAULTS = {
-    "vocabulary_size": 8000,
-    "cell": "lstm",
-    "units": 256,
-    "num_layers": 2,
-    "embedding_dim": 128,
-    "dropout": 0.2,
-    "bidirectional": False,
-}
+# The hyperparameters, in `get_config` order.
+LANGUAGE_MODEL_ARGUMENTS = (
+    "vocabulary_size",
+    "cell",
+    "units",
+    "num_layers",
+    "embedding_dim",
+    "dropout",
+    "bidirectional",
+)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RNNLanguageModel(_ConfigModel):
+class RNNLanguageModel(TokenIdsModel):
     """A recurrent language model: embedding, stacked RNN layers, logits.
 
     The recursion of Eq. (7.2), `h(t) = S_h(W_hh h(t-1) + W_hx x(t) + b_h)`
@@ -185,8 +184,10 @@ class RNNLanguageModel(_ConfigModel):
         units: int, recurrent width H (per direction).
         num_layers: int, number of stacked recurrent layers L.
         embedding_dim: int, token embedding width E.
-        dropout: float in [0, 1).
+        dropout: float in [0, 1), on the embeddings and after every
+            recurrent layer.
         bidirectional: bool, see above.
+        **kwargs: `name` and `trainable`, passed to `keras.Model`.
 
     Inputs:
         token_ids: (B, T) int, 0 = padding (post-padded).
@@ -204,33 +205,35 @@ class RNNLanguageModel(_ConfigModel):
         Regularization", 2014.
     """
 
-    def __init__(self, **config):
-        config, base = split_config(
-            config, LANGUAGE_MODEL_DEFAULTS, "RNN language model"
-        )
+    def __init__(
+        self,
+        vocabulary_size=8000,
+        cell="lstm",
+        units=256,
+        num_layers=2,
+        embedding_dim=128,
+        dropout=0.2,
+        bidirectional=False,
+        **kwargs,
+    ):
+        check_model_kwargs(kwargs, RNNLanguageModel, "RNN language model")
         for key in ("vocabulary_size", "units", "num_layers", "embedding_dim"):
-            check_positive_int(config[key], key)
-        check_cell(config["cell"])
-        check_dropout(config["dropout"])
-        check_bool(config["bidirectional"], "bidirectional")
-        dropout = config["dropout"]
+            check_positive_int(locals()[key], key)
+        check_choice(cell, "cell", CELLS)
+        check_rate(dropout, "dropout")
+        check_bool(bidirectional, "bidirectional")
 
         # Layers.
         embedding = keras.layers.Embedding(
-            config["vocabulary_size"],
-            config["embedding_dim"],
-            mask_zero=True,
-            name="token_embedding",
+            vocabulary_size, embedding_dim, mask_zero=True, name="token_embedding"
         )
         recurrent = []
-        for i in range(config["num_layers"]):
-            layer = recurrent_layer(
-                config["cell"], config["units"], f"rnn_{i}", return_sequences=True
-            )
-            if config["bidirectional"]:
+        for i in range(num_layers):
+            layer = recurrent_layer(cell, units, f"rnn_{i}", return_sequences=True)
+            if bidirectional:
                 layer = keras.layers.Bidirectional(layer, name=f"bidirectional_{i}")
             recurrent.append(layer)
-        logits_dense = LogitsDense(config["vocabulary_size"], name="logits")
+        logits_dense = LogitsDense(vocabulary_size, name="logits")
 
         # Functional graph.
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
@@ -240,10 +243,16 @@ class RNNLanguageModel(_ConfigModel):
             x = layer(x)  # (B, T, H), or (B, T, 2H) bidirectional
             x = keras.layers.Dropout(dropout, name=f"rnn_dropout_{i}")(x)
         logits = logits_dense(x)  # (B, T, V)
-        super().__init__(inputs=token_ids, outputs=logits, **base)
+        super().__init__(inputs=token_ids, outputs=logits, **kwargs)
 
         # Config and handles.
-        self._store_config(config)
+        self.vocabulary_size = vocabulary_size
+        self.cell = cell
+        self.units = units
+        self.num_layers = num_layers
+        self.embedding_dim = embedding_dim
+        self.dropout = dropout
+        self.bidirectional = bidirectional
         self.token_embedding = embedding
         self.recurrent_layers = recurrent
         self.logits_dense = logits_dense
@@ -253,18 +262,30 @@ class RNNLanguageModel(_ConfigModel):
         """Whether the logits at t depend only on tokens up to t."""
         return not self.bidirectional
 
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **{name: getattr(self, name) for name in LANGUAGE_MODEL_ARGUMENTS},
+        }
 
-SEQ2SEQ_DEFAULTS = {
-    "source_vocabulary_size": 8000,
-    "target_vocabulary_size": 8000,
-    "cell": "lstm",
-    "units": 256,
-    "embedding_dim": 128,
-    "num_layers": 2,
-    "dropout": 0.2,
-    "feed_context": False,
-    "reverse_source": False,
-}
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+# The hyperparameters, in `get_config` order.
+SEQ2SEQ_ARGUMENTS = (
+    "source_vocabulary_size",
+    "target_vocabulary_size",
+    "cell",
+    "units",
+    "embedding_dim",
+    "num_layers",
+    "dropout",
+    "feed_context",
+    "reverse_source",
+)
 
 
 def _run_encoder(layers, x):
@@ -279,8 +300,36 @@ def _run_encoder(layers, x):
     return states
 
 
+def _seq2seq_graph(layers, reverse_source, feed_context):
+    """Wire Fig. 7.9 (a) or (b); returns (named inputs, (B, T, V) logits)."""
+    encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
+    decoder_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
+    source_ids = encoder_ids
+    if reverse_source:
+        source_ids = layers["source_reversal"](encoder_ids)  # (B, S)
+    x = layers["source_embedding"](source_ids)  # (B, S, E), carries the mask
+    x = layers["source_dropout"](x)
+    states = _run_encoder(layers, x)
+    context = states[-1][0]  # z*: (B, H)
+    y = layers["target_embedding"](decoder_ids)  # (B, T, E)
+    y = layers["target_dropout"](y)
+    if feed_context:
+        y = layers["context_input"](y, context)  # (B, T, E + H)
+    for i, layer in enumerate(layers["decoder_layers"]):
+        # With an initial state Keras does not forward the implicit
+        # mask; the targets are post-padded, so the steps before any
+        # padding, the ones the loss reads, are unaffected.
+        y = layer(y, initial_state=states[i])  # (B, T, H)
+        y = layers["decoder_dropout"][i](y)
+    if feed_context:
+        y = layers["context_output"](y, context)  # (B, T, 2H)
+    logits = layers["logits_dense"](y)  # (B, T, V)
+    inputs = {"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids}
+    return inputs, logits
+
+
 @keras.saving.register_keras_serializable(package="zoo")
-class RNNSeq2Seq(_ConfigModel):
+class RNNSeq2Seq(TokenIdsModel):
     """The basic RNN encoder-decoder with a context vector, Fig. 7.9.
 
     The encoder runs over the source and keeps only its final state, the
@@ -312,6 +361,7 @@ class RNNSeq2Seq(_ConfigModel):
         dropout: float in [0, 1), on embeddings and between layers.
         feed_context: bool, Fig. 7.9 (b) instead of (a).
         reverse_source: bool, reverse the source's real tokens.
+        **kwargs: `name` and `trainable`, passed to `keras.Model`.
 
     Inputs:
         encoder_token_ids: (B, S) int, 0 = padding (post-padded).
@@ -327,8 +377,22 @@ class RNNSeq2Seq(_ConfigModel):
         Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
     """
 
-    def __init__(self, **config):
-        config, base = split_config(config, SEQ2SEQ_DEFAULTS, "RNN seq2seq")
+    def __init__(
+        self,
+        source_vocabulary_size=8000,
+        target_vocabulary_size=8000,
+        cell="lstm",
+        units=256,
+        embedding_dim=128,
+        num_layers=2,
+        dropout=0.2,
+        feed_context=False,
+        reverse_source=False,
+        **kwargs,
+    ):
+        check_model_kwargs(kwargs, RNNSeq2Seq, "RNN seq2seq")
+        arguments = locals()
+        config = {name: arguments[name] for name in SEQ2SEQ_ARGUMENTS}
         for key in (
             "source_vocabulary_size",
             "target_vocabulary_size",
@@ -337,48 +401,36 @@ class RNNSeq2Seq(_ConfigModel):
             "num_layers",
         ):
             check_positive_int(config[key], key)
-        check_cell(config["cell"])
-        check_dropout(config["dropout"])
-        check_bool(config["feed_context"], "feed_context")
-        check_bool(config["reverse_source"], "reverse_source")
+        check_choice(cell, "cell", CELLS)
+        check_rate(dropout, "dropout")
+        check_bool(feed_context, "feed_context")
+        check_bool(reverse_source, "reverse_source")
         layers = self._make_layers(config)
 
         # Functional graph.
-        encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
-        decoder_ids = keras.Input((None,), dtype="int32", name="decoder_token_ids")
-        source_ids = encoder_ids
-        if config["reverse_source"]:
-            source_ids = layers["source_reversal"](encoder_ids)  # (B, S)
-        x = layers["source_embedding"](source_ids)  # (B, S, E), carries the mask
-        x = layers["source_dropout"](x)
-        states = _run_encoder(layers, x)
-        context = states[-1][0]  # z*: (B, H)
-        y = layers["target_embedding"](decoder_ids)  # (B, T, E)
-        y = layers["target_dropout"](y)
-        if config["feed_context"]:
-            y = layers["context_input"](y, context)  # (B, T, E + H)
-        for i, layer in enumerate(layers["decoder_layers"]):
-            # With an initial state Keras does not forward the implicit
-            # mask; the targets are post-padded, so the steps before any
-            # padding, the ones the loss reads, are unaffected.
-            y = layer(y, initial_state=states[i])  # (B, T, H)
-            y = layers["decoder_dropout"][i](y)
-        if config["feed_context"]:
-            y = layers["context_output"](y, context)  # (B, T, 2H)
-        logits = layers["logits_dense"](y)  # (B, T, V)
-        super().__init__(
-            inputs={"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids},
-            outputs=logits,
-            **base,
-        )
+        inputs, logits = _seq2seq_graph(layers, reverse_source, feed_context)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
         # Config and handles.
-        self._store_config(config)
-        for key, value in layers.items():
-            setattr(self, key, value)
+        for name, value in config.items():
+            setattr(self, name, value)
+        for name, layer in layers.items():
+            setattr(self, name, layer)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            **{name: getattr(self, name) for name in SEQ2SEQ_ARGUMENTS},
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
     @staticmethod
     def _make_layers(config):
+        """The model's layers by handle name, from its hyperparameters."""
         cell, units, dropout = config["cell"], config["units"], config["dropout"]
         count = config["num_layers"]
         layers = {
@@ -451,7 +503,7 @@ def build_rnn_language_model(preset=None, **overrides):
         An `RNNLanguageModel`, a functional `keras.Model`.
     """
     config = resolve_config(
-        LANGUAGE_MODEL_DEFAULTS,
+        init_defaults(RNNLanguageModel),
         presets_lib.RNN_LANGUAGE_MODEL_PRESETS,
         preset,
         overrides,
@@ -473,7 +525,7 @@ def build_rnn_seq2seq(preset=None, **overrides):
         An `RNNSeq2Seq`, a functional `keras.Model`.
     """
     config = resolve_config(
-        SEQ2SEQ_DEFAULTS,
+        init_defaults(RNNSeq2Seq),
         presets_lib.RNN_SEQ2SEQ_PRESETS,
         preset,
         overrides,
