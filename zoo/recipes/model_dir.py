@@ -14,6 +14,14 @@ trained on.
 import json
 import os
 
+import keras
+
+# Importing these registers the classes that a saved model and its compile
+# config name.
+import keras_seq.losses  # noqa: F401
+import keras_seq.metrics  # noqa: F401
+import keras_seq.schedules  # noqa: F401
+import zoo  # noqa: F401
 from keras_seq import text
 
 MODEL_FILE = "model.keras"
@@ -29,7 +37,16 @@ TRANSLATORS = ("translator", "rnn-translator")
 
 
 def save_model_dir(output_dir, family, model, run):
-    """Write the model and `run.json` (the vocabularies are already there)."""
+    """Writes the model and `run.json` into a model directory.
+
+    The vocabularies are written by the recipe before training.
+
+    Args:
+        output_dir: str, an existing directory.
+        family: str, one of `FAMILIES`.
+        model: the trained `keras.Model`.
+        run: a JSON-serializable dict (data, settings, test figures).
+    """
     model.save(os.path.join(output_dir, MODEL_FILE))
     with open(os.path.join(output_dir, RUN_FILE), "w", encoding="utf-8") as file:
         json.dump({"family": family, **run}, file, indent=2, ensure_ascii=False)
@@ -51,7 +68,10 @@ def _vocabulary_sizes(family, config):
 
 
 def load_model_dir(model_dir):
-    """Load a directory written by `keras-seq train` or `keras-seq demo`.
+    """Loads a directory written by `keras-seq train` or `keras-seq demo`.
+
+    Args:
+        model_dir: str, the directory.
 
     Returns:
         A dict with `family`, `model`, `run` (the `run.json` contents) and
@@ -62,13 +82,6 @@ def load_model_dir(model_dir):
         ValueError: when a file is missing, `run.json` names an unknown
             family, or a vocabulary does not match the model.
     """
-    import keras
-
-    import keras_seq.losses  # noqa: F401  (these register the classes that
-    import keras_seq.metrics  # noqa: F401  a saved model and its compile
-    import keras_seq.schedules  # noqa: F401  config name)
-    import zoo  # noqa: F401
-
     run_path = os.path.join(model_dir, RUN_FILE)
     model_path = os.path.join(model_dir, MODEL_FILE)
     for path in (run_path, model_path):

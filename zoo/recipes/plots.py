@@ -8,7 +8,13 @@ import numpy as np  # noqa: E402
 
 
 def plot_learning_curves(history, bleu_points, path):
-    """Loss per epoch (train and validation) and validation BLEU vs minutes."""
+    """Plots the loss per epoch and the validation BLEU against minutes.
+
+    Args:
+        history: Keras' history dict, with `loss` (and `val_loss`).
+        bleu_points: list of `(minutes, epoch, BLEU)` (`BleuHistory.points`).
+        path: str, the image file to write.
+    """
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     epochs = np.arange(1, len(history["loss"]) + 1)
     left.plot(epochs, history["loss"], "o-", label="training")
@@ -28,7 +34,15 @@ def plot_learning_curves(history, bleu_points, path):
 
 
 def plot_attention(weights, source_tokens, target_tokens, path, title=None):
-    """An attention matrix in the style of Fig. 7.11: rows are outputs."""
+    """Plots an attention matrix in the style of Fig. 7.11: rows are outputs.
+
+    Args:
+        weights: array (T, S), attention of each output on each source token.
+        source_tokens: list of S str, the column labels.
+        target_tokens: list of T str, the row labels.
+        path: str, the image file to write.
+        title: str or None.
+    """
     weights = np.asarray(weights)
     fig, axis = plt.subplots(
         figsize=(

@@ -21,16 +21,23 @@ import ctypes
 import ctypes.util
 
 import keras
+import tensorflow as tf
 
 STRATEGIES = ("none", "mirrored", "multi-worker")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def make_strategy(name):
-    """The `tf.distribute` strategy called `name`, or None for `"none"`.
+    """Makes the `tf.distribute` strategy called `name`.
 
     A multi-worker strategy must exist before TensorFlow runs any op, so
     call this first.
+
+    Args:
+        name: one of `STRATEGIES`, or None (the same as `"none"`).
+
+    Returns:
+        A `tf.distribute.Strategy`, or None for `"none"`.
     """
     if name in (None, "none"):
         return None
@@ -42,8 +49,6 @@ def make_strategy(name):
             f"tensorflow); received backend {keras.backend.backend()!r}. On JAX, "
             "use keras.distribution.DataParallel."
         )
-    import tensorflow as tf
-
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -61,7 +66,8 @@ def _average_scalar_logs_across_workers():
     model trains. Scalars are averaged over replicas with `axis=None`
     instead; everything else goes to Keras' own function unchanged.
     """
-    import tensorflow as tf
+    # Private and TensorFlow-only: loaded only when a multi-worker strategy
+    # is made.
     from keras.src.backend.tensorflow import trainer
 
     keras_reduce = getattr(trainer.reduce_per_replica, "keras_reduce", None)
@@ -91,29 +97,24 @@ ALLOCATOR_THRESHOLD = 1 << 30  # bytes
 
 
 def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
-    """Let glibc's malloc keep large freed blocks for the next step to reuse.
+    """Lets glibc's malloc keep large freed blocks for the next step to reuse.
 
     By default glibc serves every allocation over 32 MB with a fresh
     `mmap` and returns it to the system when it is freed, so each training
     step of a translator pays page faults to touch its (B, T, V) logits and
-    their gradient again (65 MB each for the `small` benchmark batch). On
-    the 2-core machine of README, the forward product of the output layer
-    ran at 57-63 GFLOP/s that way and at 112-121 GFLOP/s from reused
-    memory, and a `small` training step took 267-293 ms against 343-383 ms
-    on TensorFlow, 354-366 ms against 452-497 ms on JAX
-    (`benchmarks/README.md`). Here allocations up to `threshold` bytes come
+    their gradient again. Here allocations up to `threshold` bytes come
     from the heap and up to `threshold` free bytes stay with the process
-    (`M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`), all threads share the main
-    heap (`M_ARENA_MAX` 1: the per-thread arenas cannot hold a block over
-    64 MB, so without it JAX's buffers, allocated off the main thread, are
-    still fresh maps), and the process's resident memory can stay up to
-    `threshold` above what it uses.
+    (`M_MMAP_THRESHOLD`, `M_TRIM_THRESHOLD`), and all threads share the
+    main heap (`M_ARENA_MAX` 1: a per-thread arena cannot hold a block over
+    64 MB, so without it JAX's buffers, allocated off the main thread,
+    would still be fresh maps). The process's resident memory can stay up
+    to `threshold` above what it uses; `benchmarks/README.md` measures the
+    gain.
 
     The setting is process-wide and applies to every allocation after the
-    call; the `keras-seq` commands and the benchmark workers
-    (`benchmarks/worker.py`) make it at start-up.
-    TensorFlow recommends tcmalloc for the same reason; this needs no
-    extra library.
+    call; the `keras-seq` commands and the benchmark workers make it at
+    start-up. TensorFlow recommends tcmalloc for the same reason; this
+    needs no extra library.
 
     Args:
         threshold: int, bytes, in [1 MiB, 2 GiB).
@@ -143,12 +144,24 @@ def tune_allocator(threshold=ALLOCATOR_THRESHOLD):
 
 
 def scope(strategy):
-    """`strategy.scope()`, or a no-op context for no strategy."""
+    """The context in which to build a model for `strategy`.
+
+    Args:
+        strategy: a `tf.distribute.Strategy` or None.
+
+    Returns:
+        `strategy.scope()`, or a no-op context for None.
+    """
     return strategy.scope() if strategy is not None else contextlib.nullcontext()
 
 
 def set_precision(precision):
-    """Set Keras' global dtype policy (`mixed_float16` adds loss scaling)."""
+    """Sets Keras' global dtype policy.
+
+    Args:
+        precision: one of `PRECISIONS`; `mixed_float16` adds loss scaling
+            in the optimizer.
+    """
     if precision not in PRECISIONS:
         raise ValueError(
             f"`precision` must be one of {PRECISIONS}; received {precision!r}."
@@ -157,21 +170,22 @@ def set_precision(precision):
 
 
 def make_deterministic(seed):
-    """Seed every generator and make TensorFlow's ops deterministic.
+    """Seeds every generator and makes TensorFlow's ops deterministic.
 
     With this, the same command gives bit-identical weights, and a run
     killed and resumed (`checkpoint_callbacks`) ends where an uninterrupted
     one does.
+
+    Args:
+        seed: int, for Python, numpy and the backend.
     """
     keras.utils.set_random_seed(seed)
     if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
         tf.config.experimental.enable_op_determinism()
 
 
 def build_for_strategy(model, strategy, dataset):
-    """Build the compiled metrics and loss from a real batch, under `strategy`.
+    """Builds the compiled metrics and loss from a real batch, under `strategy`.
 
     Under a `tf.distribute` strategy, Keras builds them before the first
     step from a batch averaged over the replicas (`strategy.reduce("MEAN")`),
@@ -181,6 +195,11 @@ def build_for_strategy(model, strategy, dataset):
     and a multi-worker strategy cannot average a dict of inputs, so that
     step, with nothing left for it to do, is skipped. No-op without a
     strategy.
+
+    Args:
+        model: a compiled `keras.Model`.
+        strategy: a `tf.distribute.Strategy` or None.
+        dataset: the training `tf.data.Dataset`.
     """
     if strategy is None:
         return
@@ -195,16 +214,22 @@ def _nothing_to_build(iterator=None, data_batch=None):
 
 
 def for_workers(dataset, strategy, shard=True):
-    """Set how a multi-worker strategy splits `dataset` between workers.
+    """Sets how a multi-worker strategy splits `dataset` between workers.
 
     Training data (`shard=True`): each worker takes every n-th batch, after
     the batches are cut to a multiple of the n workers (a worker with one
     batch more would wait for the others forever). Evaluation data
     (`shard=False`): every worker reads every batch, so their metrics agree.
-    Datasets are returned unchanged without a multi-worker strategy.
-    """
-    import tensorflow as tf
 
+    Args:
+        dataset: a batched `tf.data.Dataset`.
+        strategy: a `tf.distribute.Strategy` or None.
+        shard: bool, split the batches (training) or not (evaluation).
+
+    Returns:
+        The dataset to fit on; `dataset` itself without a multi-worker
+        strategy.
+    """
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return dataset
     resolver = strategy.cluster_resolver

@@ -1,13 +1,13 @@
 """Training recipes for the encoder- and decoder-only models.
 
 Each recipe trains a WordPiece vocabulary on the training split, builds the
-model from a preset, fits it on a `tf.data` pipeline with a progress bar
-and a wall-clock budget, and returns the model, the tokenizer and its test
-figures:
+model from a preset, fits it on a `tf.data` pipeline with a wall-clock
+budget and resumable checkpoints, and returns the model, the tokenizer and
+its figures:
 
 - `train_classifier`: sentiment (or any labelled text), test accuracy.
 - `train_language_model`: a causal Transformer, validation and test
-  perplexity, and a sampled continuation.
+  perplexity.
 - `train_masked_language_model`: BERT-style fill-in, masked-token accuracy.
 """
 
@@ -21,34 +21,42 @@ from keras_seq import text
 from keras_seq.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
+from keras_seq.schedules import InverseSquareRootWarmup
+from zoo import build_classifier, build_language_model, build_masked_language_model
 from zoo.recipes import runtime
 
 
-def _vocabulary(texts, vocabulary_size, output_dir):
+def _start(texts, output_dir, seed, vocabulary_size):
+    """Seeds the run; trains and saves `vocabulary.txt`; its tokenizer."""
+    os.makedirs(output_dir, exist_ok=True)
+    keras.utils.set_random_seed(seed)
     vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
     text.save_vocabulary(vocabulary, os.path.join(output_dir, "vocabulary.txt"))
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
-def _callbacks(output_dir, minutes, shuffle_epoch, monitor="val_loss"):
-    return [
+def _fit(model, datasets, epochs, output_dir, minutes, shuffle_epoch, **options):
+    """`model.fit` on `(train, validation)` datasets; Keras' history dict.
+
+    `options` are `verbose`, `strategy` and, optionally, the checkpoints'
+    `monitor`.
+    """
+    strategy = options["strategy"]
+    train_data = runtime.for_workers(datasets[0], strategy)
+    validation_data = runtime.for_workers(datasets[1], strategy, shard=False)
+    runtime.build_for_strategy(model, strategy, train_data)
+    callbacks = [
         TimeBudget(minutes),
         shuffle_epoch,
-        *checkpoint_callbacks(output_dir, monitor),
+        *checkpoint_callbacks(output_dir, options.get("monitor", "val_loss")),
     ]
-
-
-def _fit(model, train_data, validation_data, epochs, callbacks, verbose, strategy):
-    train_data = runtime.for_workers(train_data, strategy)
-    validation_data = runtime.for_workers(validation_data, strategy, shard=False)
-    runtime.build_for_strategy(model, strategy, train_data)
     # The datasets shuffle themselves; `shuffle=False` says so to Keras.
     return model.fit(
         train_data,
         validation_data=validation_data,
         epochs=epochs,
         callbacks=callbacks,
-        verbose=verbose,
+        verbose=options["verbose"],
         shuffle=False,
     ).history
 
@@ -68,66 +76,61 @@ def train_classifier(
     strategy=None,
     **overrides,
 ):
-    """Train `zoo.build_classifier` on `(text, label)` splits.
+    """Trains `zoo.build_classifier` on `(text, label)` splits.
+
+    The weights of the epoch with the best validation accuracy are the
+    ones returned: small sentiment sets overfit within a few epochs.
 
     Args:
         corpus: an object with `train`, `validation` and `test` lists of
             `(text, label)` pairs, such as a `SentimentCorpus`.
+        output_dir: str, for the vocabulary and checkpoints.
+        preset: str, a name in `zoo.CLASSIFIER_PRESETS`.
+        epochs: int, the most epochs to train.
+        minutes: float or None, a wall-clock budget.
+        seed: int, seeds the weights and the shuffling.
+        vocabulary_size: int, of the WordPiece vocabulary.
+        batch_size: int.
+        learning_rate: float, of AdamW.
         max_length: int, batches are padded (texts truncated) to
             `min(max_length, the model's max_length)` tokens; the
             movie-review snippets fit in 64.
+        verbose: int, Keras' progress display.
+        strategy: a `tf.distribute` strategy or None.
+        **overrides: builder arguments that override the preset.
 
     Returns:
-        A dict with `model`, `tokenizer`, `history` and `test_accuracy`.
+        A dict with `model`, `tokenizer`, `history`, `test_accuracy` and
+        `max_length`.
     """
-    from zoo import build_classifier
-
-    os.makedirs(output_dir, exist_ok=True)
-    keras.utils.set_random_seed(seed)
-    vocabulary, tokenizer = _vocabulary(
-        [t for t, _ in corpus.train], vocabulary_size, output_dir
-    )
+    texts = [t for t, _ in corpus.train]
+    vocabulary, tokenizer = _start(texts, output_dir, seed, vocabulary_size)
     num_classes = int(max(label for _, label in corpus.train)) + 1
     with runtime.scope(strategy):
         model = build_classifier(
-            preset,
-            vocabulary_size=len(vocabulary),
-            num_classes=num_classes,
+            preset, vocabulary_size=len(vocabulary), num_classes=num_classes,
             **overrides,
-        )
+        )  # fmt: skip
     max_length = min(max_length, model.get_config()["max_length"])
-
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(pairs, shuffle=False):
         return text.make_classification_dataset(
-            [t for t, _ in pairs],
-            [label for _, label in pairs],
-            tokenizer,
-            max_length,
-            batch_size,
-            shuffle=shuffle,
-            seed=seed,
+            [t for t, _ in pairs], [label for _, label in pairs], tokenizer,
+            max_length, batch_size, shuffle=shuffle, seed=seed,
             epoch=shuffle_epoch.epoch,
-        )
+        )  # fmt: skip
 
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
-    callbacks = _callbacks(output_dir, minutes, shuffle_epoch, monitor="val_accuracy")
+    datasets = (dataset(corpus.train, shuffle=True), dataset(corpus.validation))
     history = _fit(
-        model,
-        dataset(corpus.train, shuffle=True),
-        dataset(corpus.validation),
-        epochs,
-        callbacks,
-        verbose,
-        strategy,
-    )
-    # Small sentiment sets overfit within a few epochs: keep the epoch with
-    # the best validation accuracy.
+        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
+        verbose=verbose, strategy=strategy, monitor="val_accuracy",
+    )  # fmt: skip
     model.load_weights(os.path.join(output_dir, "best.weights.h5"))
     _, accuracy = model.evaluate(dataset(corpus.test), verbose=0)
     return {
@@ -140,7 +143,18 @@ def train_classifier(
 
 
 def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
-    """Class probabilities (N, C) for Python strings."""
+    """Class probabilities of Python strings.
+
+    Args:
+        model: a model of `zoo.build_classifier`.
+        tokenizer: the tokenizer of its vocabulary.
+        texts: list of str.
+        max_length: int, texts are truncated to this many tokens.
+        batch_size: int.
+
+    Returns:
+        A float numpy array (N, C) whose rows sum to 1.
+    """
     data = text.make_classification_dataset(
         list(texts), np.zeros(len(texts), "int32"), tokenizer, max_length, batch_size
     )
@@ -164,54 +178,58 @@ def train_language_model(
     strategy=None,
     **overrides,
 ):
-    """Train `zoo.build_language_model` on a `TextCorpus` (lines of text).
+    """Trains `zoo.build_language_model` on a `TextCorpus` (lines of text).
+
+    Args:
+        corpus: an object with `train`, `validation` and `test` lists of
+            str, such as a `keras_seq.data.TextCorpus`.
+        output_dir: str, for the vocabulary and checkpoints.
+        preset: str, a name in `zoo.LANGUAGE_MODEL_PRESETS`.
+        epochs: int, the most epochs to train.
+        minutes: float or None, a wall-clock budget.
+        seed: int, seeds the weights and the shuffling.
+        vocabulary_size: int, of the WordPiece vocabulary.
+        sequence_length: int, tokens in a training window, at most the
+            model's `max_length`.
+        batch_size: int.
+        warmup_steps: int, of the inverse-square-root schedule.
+        learning_rate_scale: float, multiplies the learning rate.
+        verbose: int, Keras' progress display.
+        strategy: a `tf.distribute` strategy or None.
+        **overrides: builder arguments that override the preset.
 
     Returns:
         A dict with `model`, `tokenizer`, `history`, `validation_perplexity`
-        and `test_perplexity` (per WordPiece token).
+        and `test_perplexity` (per WordPiece token) and `sequence_length`.
     """
-    from keras_seq.schedules import InverseSquareRootWarmup
-    from zoo import build_language_model
-
-    os.makedirs(output_dir, exist_ok=True)
-    keras.utils.set_random_seed(seed)
-    vocabulary, tokenizer = _vocabulary(corpus.train, vocabulary_size, output_dir)
+    vocabulary, tokenizer = _start(corpus.train, output_dir, seed, vocabulary_size)
     with runtime.scope(strategy):
         model = build_language_model(
             preset, vocabulary_size=len(vocabulary), **overrides
         )
-    sequence_length = min(sequence_length, model.get_config()["max_length"])
-
+    config = model.get_config()
+    sequence_length = min(sequence_length, config["max_length"])
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(lines, shuffle=False):
         return text.make_language_model_dataset(
-            lines,
-            tokenizer,
-            sequence_length,
-            batch_size,
-            shuffle=shuffle,
-            seed=seed,
-            epoch=shuffle_epoch.epoch,
-        )
+            lines, tokenizer, sequence_length, batch_size, shuffle=shuffle,
+            seed=seed, epoch=shuffle_epoch.epoch,
+        )  # fmt: skip
 
     schedule = InverseSquareRootWarmup(
-        model.get_config()["model_dim"], warmup_steps, scale=learning_rate_scale
+        config["model_dim"], warmup_steps, scale=learning_rate_scale
     )
     model.compile(
         optimizer=keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
     )
+    datasets = (dataset(corpus.train, shuffle=True), dataset(corpus.validation))
     history = _fit(
-        model,
-        dataset(corpus.train, shuffle=True),
-        dataset(corpus.validation),
-        epochs,
-        _callbacks(output_dir, minutes, shuffle_epoch),
-        verbose,
-        strategy,
-    )
+        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
+        verbose=verbose, strategy=strategy,
+    )  # fmt: skip
     validation_loss = model.evaluate(dataset(corpus.validation), verbose=0)[0]
     test_loss = model.evaluate(dataset(corpus.test), verbose=0)[0]
     return {
@@ -238,54 +256,51 @@ def train_masked_language_model(
     strategy=None,
     **overrides,
 ):
-    """Train `zoo.build_masked_language_model` on `(train, validation)` texts.
+    """Trains `zoo.build_masked_language_model` on `(train, validation)` texts.
 
     Args:
-        corpus_texts: a pair of lists of strings, training and validation.
+        corpus_texts: a pair of lists of str, training and validation.
+        output_dir: str, for the vocabulary and checkpoints.
+        preset: str, a name in `zoo.ENCODER_PRESETS`.
+        epochs: int, the most epochs to train.
+        minutes: float or None, a wall-clock budget.
+        seed: int, seeds the weights, the masking and the shuffling.
+        vocabulary_size: int, of the WordPiece vocabulary.
+        batch_size: int.
+        learning_rate: float, of AdamW.
+        verbose: int, Keras' progress display.
+        strategy: a `tf.distribute` strategy or None.
+        **overrides: builder arguments that override the preset.
 
     Returns:
-        A dict with `model`, `tokenizer`, `history` and
-        `validation_masked_accuracy`.
+        A dict with `model`, `tokenizer`, `history`,
+        `validation_masked_accuracy` and `max_length`.
     """
-    from zoo import build_masked_language_model
-
-    os.makedirs(output_dir, exist_ok=True)
-    keras.utils.set_random_seed(seed)
     train, validation = corpus_texts
-    vocabulary, tokenizer = _vocabulary(train, vocabulary_size, output_dir)
+    vocabulary, tokenizer = _start(train, output_dir, seed, vocabulary_size)
     with runtime.scope(strategy):
         model = build_masked_language_model(
             preset, vocabulary_size=len(vocabulary), **overrides
         )
     max_length = model.get_config()["max_length"]
-
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(texts, shuffle=False):
         return text.make_masked_language_model_dataset(
-            texts,
-            tokenizer,
-            max_length,
-            batch_size,
-            seed=seed,
-            shuffle=shuffle,
+            texts, tokenizer, max_length, batch_size, seed=seed, shuffle=shuffle,
             epoch=shuffle_epoch.epoch,
-        )
+        )  # fmt: skip
 
     model.compile(
         optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.01),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
     )
+    datasets = (dataset(train, shuffle=True), dataset(validation))
     history = _fit(
-        model,
-        dataset(train, shuffle=True),
-        dataset(validation),
-        epochs,
-        _callbacks(output_dir, minutes, shuffle_epoch),
-        verbose,
-        strategy,
-    )
+        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
+        verbose=verbose, strategy=strategy,
+    )  # fmt: skip
     _, accuracy = model.evaluate(dataset(validation), verbose=0)
     return {
         "model": model,

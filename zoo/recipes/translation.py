@@ -3,8 +3,8 @@
 The recipe of DESIGN.md "Training": WordPiece vocabularies trained on the
 corpus, length-bucketed `tf.data` batches, teacher forcing, label-smoothed
 padding-masked cross-entropy, Adam(0.9, 0.98, 1e-9) on the warm-up
-schedule, XLA. Evaluation decodes with the cached greedy loop and scores
-corpus BLEU with sacrebleu.
+schedule. Evaluation decodes with the model's cached `generate` loop and
+scores corpus BLEU with sacrebleu.
 """
 
 import json
@@ -13,7 +13,9 @@ import time
 
 import keras
 import numpy as np
+import sacrebleu
 
+import zoo
 from keras_seq import text
 from keras_seq.callbacks import (
     AverageLastEpochs,
@@ -26,20 +28,37 @@ from keras_seq.callbacks import (
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_choice, check_positive_int
 from zoo.recipes import runtime
 
 # Sources are padded to one of these lengths for decoding, so the compiled
 # generation loop exists in a handful of shapes, whatever the batch.
 DECODE_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128)
 
+# The builder of each translator family. Only the Transformer has a
+# `max_length`; the RNN translator's sequences are unbounded.
+BUILDERS = {
+    "translator": zoo.build_translator,
+    "rnn-translator": zoo.build_rnn_translator,
+}
+
 
 def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
-    """Source and target WordPiece vocabularies, saved if `output_dir`.
+    """Trains source and target WordPiece vocabularies.
 
-    With `shared=True` one vocabulary is trained on both sides (needed for
-    `tie_embeddings`); German and English share names, numbers and many
-    word pieces, so one table learns them once.
+    German and English share names, numbers and many word pieces, so with
+    `shared=True` one table learns them once (needed for `tie_embeddings`).
+
+    Args:
+        pairs: list of `(source, target)` strings.
+        vocabulary_size: int, the largest size of each vocabulary.
+        output_dir: str or None. Where to save `source_vocabulary.txt` and
+            `target_vocabulary.txt`; nothing is saved when None.
+        shared: bool, train one vocabulary on both sides.
+
+    Returns:
+        A `(source, target)` pair of token lists (the same list twice when
+        `shared`).
     """
     if shared:
         source = text.train_wordpiece_vocabulary(
@@ -63,26 +82,34 @@ def compile_translator(
     jit_compile="auto",
     ema_momentum=None,
 ):
-    """Compile with the recipe: smoothed masked loss, warm-up Adam, XLA.
+    """Compiles a translator with the recipe's loss, optimizer and metric.
 
     A Transformer (`model_dim` known) follows the warm-up schedule of
     Vaswani et al.; an RNN translator trains with Adam at a constant
     `1e-3 * learning_rate_scale` and gradients clipped to norm 1, as
-    recurrent models usually do. `ema_momentum` (e.g. 0.999) keeps an
-    exponential moving average of the weights in the optimizer (Polyak
-    averaging; see `keras_seq.callbacks.EmaWeights`).
+    recurrent models usually do.
+
+    Args:
+        model: a model of `zoo.build_translator` or `zoo.build_rnn_translator`.
+        warmup_steps: int, steps of linear warm-up of the schedule.
+        learning_rate_scale: float, multiplies the learning rate.
+        label_smoothing: float in [0, 1), of the masked cross-entropy.
+        jit_compile: bool or `"auto"`, passed to `model.compile`.
+        ema_momentum: float or None. When set (e.g. 0.999), the optimizer
+            keeps an exponential moving average of the weights (Polyak
+            averaging; see `keras_seq.callbacks.EmaWeights`).
+
+    Returns:
+        `model`, compiled.
     """
     ema = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
     model_dim = getattr(model, "model_dim", None)
     if model_dim:
+        schedule = InverseSquareRootWarmup(
+            model_dim, warmup_steps=warmup_steps, scale=learning_rate_scale
+        )
         optimizer = keras.optimizers.Adam(
-            InverseSquareRootWarmup(
-                model_dim, warmup_steps=warmup_steps, scale=learning_rate_scale
-            ),
-            beta_1=0.9,
-            beta_2=0.98,
-            epsilon=1e-9,
-            **ema,
+            schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9, **ema
         )
     else:
         optimizer = keras.optimizers.Adam(
@@ -106,14 +133,25 @@ def translate_texts(
     max_new_tokens=None,
     **generate_kwargs,
 ):
-    """Translate Python strings with the model's cached decoding loop.
+    """Translates Python strings with the model's cached decoding loop.
 
-    `generate_kwargs` go to `model.generate` (default greedy; e.g.
-    `strategy="beam", beam_width=4`).
+    Sentences are sorted by length and each batch is padded to a length of
+    `DECODE_BUCKETS`, which keeps the number of compiled loops small. A
+    sentence with no tokens (empty, blank) translates to "", as served
+    models do.
 
-    Sentences are sorted by length and each batch is padded to a bucket
-    length, which keeps the number of compiled loops small. A sentence with
-    no tokens (empty, blank) translates to "".
+    Args:
+        model: a translator with `generate`.
+        source_tokenizer: the tokenizer of the source vocabulary.
+        target_tokenizer: the tokenizer of the target vocabulary.
+        texts: list of str.
+        batch_size: int, sentences decoded together.
+        max_new_tokens: int or None, default `model.max_length - 1`.
+        **generate_kwargs: passed to `model.generate` (default greedy; e.g.
+            `strategy="beam", beam_width=4`).
+
+    Returns:
+        A list of str, one translation per text, in order.
     """
     if not texts:
         return []
@@ -135,13 +173,20 @@ def translate_texts(
         )
         decoded = text.detokenize(target_tokenizer, np.asarray(generated))
         for row, i in enumerate(chosen):
-            # A sentence with no tokens translates to "", as served models do.
             outputs[i] = decoded[row] if ids[i] else ""
     return outputs
 
 
 def tokenize_to_lists(tokenizer, texts):
-    """Token ids of Python strings as lists of ints, whatever keras-hub returns."""
+    """Tokenizes Python strings into lists of int token ids.
+
+    Args:
+        tokenizer: a keras-hub tokenizer (ragged or dense output).
+        texts: iterable of str.
+
+    Returns:
+        A list of lists of int, one per text.
+    """
     rows = tokenizer(list(texts))
     if hasattr(rows, "to_list"):
         rows = rows.to_list()
@@ -149,9 +194,16 @@ def tokenize_to_lists(tokenizer, texts):
 
 
 def corpus_bleu(hypotheses, references, lowercase=True):
-    """sacrebleu corpus BLEU (13a tokenization) on detokenized text."""
-    import sacrebleu
+    """Corpus BLEU of sacrebleu (13a tokenization) on detokenized text.
 
+    Args:
+        hypotheses: list of str.
+        references: list of str, one reference per hypothesis.
+        lowercase: bool, compare lowercased text.
+
+    Returns:
+        The BLEU score, a float in [0, 100].
+    """
     return sacrebleu.corpus_bleu(hypotheses, [references], lowercase=lowercase).score
 
 
@@ -169,9 +221,6 @@ def train_translator(
     learning_rate_scale=0.7,
     label_smoothing=0.1,
     bleu_sample=300,
-    # XLA compiles one training graph per length bucket, which took 3 of the
-    # first 4 minutes on 2 CPU cores; graph mode without XLA ran 40 s epochs
-    # against 67-84 s, so short CPU runs train without it.
     jit_compile=False,
     shared_vocabulary=False,
     ema_momentum=None,
@@ -181,48 +230,65 @@ def train_translator(
     strategy=None,
     **overrides,
 ):
-    """Train a translator on a `TranslationCorpus` and evaluate it.
+    """Trains a translator on a `TranslationCorpus`.
 
-    `family` is `"translator"` (`zoo.build_translator`) or
-    `"rnn-translator"` (`zoo.build_rnn_translator`, whose sequences are not
-    bounded by a `max_length`). `ema_momentum` (e.g. 0.999) trains with a
-    moving average of the weights, which is what the validation BLEU, the
-    checkpoints and the returned model then hold (`EmaWeights`).
-    `average_last_epochs` (e.g. 5; 1, the default, keeps the last weights)
-    returns the model with the mean of the weights of the last that many
-    epoch ends (`AverageLastEpochs`); the validation BLEU curve shows the
-    raw weights of each epoch.
+    Vocabularies, checkpoints (a killed run resumes) and `history.csv` are
+    written to `output_dir`. The validation BLEU of each epoch is recorded
+    on the first `bleu_sample` validation pairs.
+
+    Args:
+        corpus: a `keras_seq.data.TranslationCorpus`.
+        output_dir: str, created if missing.
+        preset: str, a preset of the family's builder.
+        epochs: int, the most epochs to train.
+        minutes: float or None, a wall-clock budget (`TimeBudget`).
+        seed: int, seeds the weights and the shuffling.
+        vocabulary_size: int, of each WordPiece vocabulary.
+        batch_tokens: int, tokens in a length-bucketed batch.
+        max_length: int, the longest sequence, in tokens.
+        warmup_steps: int, of the learning-rate schedule.
+        learning_rate_scale: float, multiplies the learning rate.
+        label_smoothing: float, of the cross-entropy.
+        bleu_sample: int, validation pairs translated after each epoch.
+        jit_compile: bool. XLA compiles one training graph per length
+            bucket, a cost that short CPU runs do not win back, so it is
+            off by default.
+        shared_vocabulary: bool, one vocabulary for both sides.
+        ema_momentum: float or None. Train with a moving average of the
+            weights, which the validation BLEU, the checkpoints and the
+            returned model then hold (`EmaWeights`).
+        average_last_epochs: int. Return the mean of the weights of the last
+            that many epoch ends (`AverageLastEpochs`); 1 keeps the last
+            weights. The validation BLEU shows each epoch's own weights.
+        family: `"translator"` (`zoo.build_translator`) or
+            `"rnn-translator"` (`zoo.build_rnn_translator`).
+        verbose: int, Keras' progress display.
+        strategy: a `tf.distribute` strategy or None (`runtime.make_strategy`).
+        **overrides: builder arguments that override the preset.
 
     Returns:
-        A dict with the model, tokenizers, history, BLEU history and timings.
+        A dict with `model`, `source_tokenizer`, `target_tokenizer`,
+        `history` (Keras' dict), `bleu_history` (`(minutes, epoch, BLEU)`
+        points), `train_minutes`, `vocabulary_minutes` and
+        `averaged_epochs`.
     """
     check_positive_int(average_last_epochs, "average_last_epochs")
+    check_choice(family, "family", tuple(BUILDERS))
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     started = time.time()
-    source_vocab, target_vocab = build_vocabularies(
+    vocabularies = build_vocabularies(
         corpus.train, vocabulary_size, output_dir, shared=shared_vocabulary
     )
-    source_tokenizer = text.make_tokenizer(source_vocab)
-    target_tokenizer = text.make_tokenizer(target_vocab)
+    source_tokenizer, target_tokenizer = map(text.make_tokenizer, vocabularies)
     vocabulary_minutes = (time.time() - started) / 60
-
-    import zoo
-
     if family == "translator":
         overrides["max_length"] = max_length
-        build = zoo.build_translator
-    elif family == "rnn-translator":
-        build = zoo.build_rnn_translator
-    else:
-        raise ValueError(
-            f"`family` must be 'translator' or 'rnn-translator'; received {family!r}."
-        )
     with runtime.scope(strategy):
-        model = build(
+        model = BUILDERS[family](
             preset,
-            source_vocabulary_size=len(source_vocab),
-            target_vocabulary_size=len(target_vocab),
+            source_vocabulary_size=len(vocabularies[0]),
+            target_vocabulary_size=len(vocabularies[1]),
             **overrides,
         )
         compile_translator(
@@ -233,31 +299,40 @@ def train_translator(
             jit_compile,
             ema_momentum=ema_momentum,
         )
+    tokenizers = (source_tokenizer, target_tokenizer)
+    fitted = _fit_translator(
+        model, tokenizers, corpus, output_dir, max_length, batch_tokens,
+        seed=seed, epochs=epochs, minutes=minutes, bleu_sample=bleu_sample,
+        ema=bool(ema_momentum), average_last_epochs=average_last_epochs,
+        verbose=verbose, strategy=strategy,
+    )  # fmt: skip
+    return {
+        "model": model,
+        "source_tokenizer": source_tokenizer,
+        "target_tokenizer": target_tokenizer,
+        "vocabulary_minutes": vocabulary_minutes,
+        **fitted,
+    }
+
+
+def _fit_translator(
+    model, tokenizers, corpus, output_dir, max_length, batch_tokens, *,
+    seed, epochs, minutes, bleu_sample, ema, average_last_epochs, verbose,
+    strategy,
+):  # fmt: skip
+    """`model.fit` with the recipe's callbacks; the fit's figures."""
     shuffle_epoch = ShuffleEpoch()
     train_data = text.make_translation_dataset(
-        corpus.train,
-        source_tokenizer,
-        target_tokenizer,
-        max_length,
-        batch_tokens=batch_tokens,
-        shuffle=True,
-        seed=seed,
-        training=True,
-        epoch=shuffle_epoch.epoch,
-    )
+        corpus.train, *tokenizers, max_length, batch_tokens=batch_tokens,
+        shuffle=True, seed=seed, training=True, epoch=shuffle_epoch.epoch,
+    )  # fmt: skip
     validation_data = text.make_translation_dataset(
-        corpus.validation,
-        source_tokenizer,
-        target_tokenizer,
-        max_length,
-        batch_tokens=batch_tokens,
+        corpus.validation, *tokenizers, max_length, batch_tokens=batch_tokens
     )
     sample = corpus.validation[:bleu_sample]
 
     def validation_bleu():
-        hypotheses = translate_texts(
-            model, source_tokenizer, target_tokenizer, [s for s, _ in sample]
-        )
+        hypotheses = translate_texts(model, *tokenizers, [s for s, _ in sample])
         return corpus_bleu(hypotheses, [t for _, t in sample])
 
     budget = TimeBudget(minutes)
@@ -273,7 +348,7 @@ def train_translator(
         budget,
         *([averaging] if averaging else []),
         # The averaged weights, when kept, are the ones scored and saved.
-        *([EmaWeights()] if ema_momentum else []),
+        *([EmaWeights()] if ema else []),
         bleu_history,
         shuffle_epoch,
         *checkpoint_callbacks(output_dir),
@@ -289,15 +364,10 @@ def train_translator(
         verbose=verbose,
         shuffle=False,  # The dataset shuffles itself.
     )
-    train_minutes = budget.elapsed_minutes()
     return {
-        "model": model,
-        "source_tokenizer": source_tokenizer,
-        "target_tokenizer": target_tokenizer,
         "history": history.history,
         "bleu_history": bleu_history.points,
-        "train_minutes": train_minutes,
-        "vocabulary_minutes": vocabulary_minutes,
+        "train_minutes": budget.elapsed_minutes(),
         "averaged_epochs": averaging.averaged_epochs if averaging else 1,
     }
 
@@ -305,7 +375,18 @@ def train_translator(
 def evaluate_translator(
     model, source_tokenizer, target_tokenizer, pairs, **generate_kwargs
 ):
-    """Test-split BLEU (lowercase and cased) and the hypotheses."""
+    """Scores a translator's translations of `pairs` with corpus BLEU.
+
+    Args:
+        model: a translator with `generate`.
+        source_tokenizer: the tokenizer of the source vocabulary.
+        target_tokenizer: the tokenizer of the target vocabulary.
+        pairs: list of `(source, reference)` strings.
+        **generate_kwargs: passed to `model.generate` (default greedy).
+
+    Returns:
+        A dict with `bleu` (lowercase), `bleu_cased` and `hypotheses`.
+    """
     hypotheses = translate_texts(
         model,
         source_tokenizer,
@@ -322,5 +403,11 @@ def evaluate_translator(
 
 
 def write_metrics(path, metrics):
+    """Writes `metrics` as indented UTF-8 JSON.
+
+    Args:
+        path: str, the file to write.
+        metrics: a JSON-serializable dict.
+    """
     with open(path, "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=2, ensure_ascii=False)

@@ -1,0 +1,132 @@
+"""The corpora that `--data` names: a known corpus or a user's file.
+
+Errors in the file (missing, not UTF-8, bad labels) and a corpus that is
+not installed are `UsageError`s, whose messages name the fix.
+"""
+
+import os
+
+from keras_seq.data import (
+    CorpusNotFoundError,
+    SentimentCorpus,
+    TextCorpus,
+    load_movie_review_snippets,
+    load_shakespeare,
+    load_trans_de_en,
+    load_tsv_pairs,
+    split_pairs,
+)
+from zoo.cli.errors import UsageError, reported_as_usage
+
+_READ_ERRORS = (CorpusNotFoundError, ValueError)
+
+
+def is_trans_de_en(data):
+    """Whether `--data` names the trans-de-en dictionary (or is left out)."""
+    return data in ("trans-de-en", None) or os.path.basename(data) == "de-en"
+
+
+def check_file(path):
+    """Refuses a `--data` path that is not a file.
+
+    Raises:
+        UsageError: when `path` is not a file.
+    """
+    if not os.path.isfile(path):
+        raise UsageError(f"--data {path}: no such file.")
+
+
+def trans_de_en(path=None, **options):
+    """`keras_seq.data.load_trans_de_en`, its errors reported as usage.
+
+    Args:
+        path: str or None (the installed dictionary).
+        **options: `include_phrases`, `include_variants`.
+
+    Returns:
+        A `TranslationCorpus`.
+    """
+    with reported_as_usage(*_READ_ERRORS):
+        if path is None:
+            return load_trans_de_en(**options)
+        return load_trans_de_en(path, **options)
+
+
+def translation_corpus(data, variants=False):
+    """The translation pairs that `--data` names.
+
+    Args:
+        data: `"trans-de-en"`, the dictionary's path, a `source<TAB>target`
+            file, or None (trans-de-en).
+        variants: bool, add the dictionary's further sentence pairs.
+
+    Returns:
+        A `TranslationCorpus`.
+    """
+    if data in ("trans-de-en", None):
+        return trans_de_en(include_variants=variants)
+    if is_trans_de_en(data):
+        return trans_de_en(data, include_variants=variants)
+    check_file(data)
+    with reported_as_usage(*_READ_ERRORS):
+        return split_pairs(load_tsv_pairs(data))
+
+
+def sentiment_corpus(data):
+    """The labelled texts that `--data` names.
+
+    Args:
+        data: `"movie-reviews"`, a `text<TAB>label` file whose labels are
+            class ids 0, 1, ..., or None (movie-reviews).
+
+    Returns:
+        A `SentimentCorpus` with int labels.
+    """
+    with reported_as_usage(*_READ_ERRORS):
+        if data in ("movie-reviews", None):
+            return load_movie_review_snippets()
+        check_file(data)
+        corpus = split_pairs(load_tsv_pairs(data))
+    labels = sorted({label for _, label in corpus.train})
+    if not all(label.isdigit() for label in labels):
+        raise UsageError(
+            f"--data {data}: the second column must hold class ids 0, 1, ...; "
+            f"received {labels[:5]}."
+        )
+
+    def ints(pairs):
+        return [(text, int(label)) for text, label in pairs]
+
+    return SentimentCorpus(
+        ints(corpus.train), ints(corpus.validation), ints(corpus.test)
+    )
+
+
+def text_corpus(data):
+    """The lines of text that `--data` names.
+
+    Args:
+        data: `"shakespeare"`, `"movie-reviews"` (the texts only), a file
+            of one text per line, or None (shakespeare). A file is split by
+            line number n: n % 20 == 0 test, == 1 validation, the rest
+            training.
+
+    Returns:
+        A `TextCorpus`.
+    """
+    if data in ("shakespeare", None):
+        with reported_as_usage(*_READ_ERRORS):
+            return load_shakespeare()
+    if data == "movie-reviews":
+        corpus = sentiment_corpus(data)
+        splits = (corpus.train, corpus.validation, corpus.test)
+        return TextCorpus(*([text for text, _ in split] for split in splits))
+    check_file(data)
+    with reported_as_usage(ValueError), open(data, encoding="utf-8") as file:
+        lines = [line.strip() for line in file if line.strip()]
+    splits = ([], [], [])  # test, validation, train: n % 20 == 0, 1, other
+    for n, line in enumerate(lines):
+        splits[min(n % 20, 2)].append(line)
+    if not all(splits):
+        raise UsageError(f"--data {data}: needs at least 3 non-empty lines.")
+    return TextCorpus(train=splits[2], validation=splits[1], test=splits[0])

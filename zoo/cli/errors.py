@@ -1,0 +1,65 @@
+"""What the user can fix: `UsageError`, and the checks that raise it.
+
+`keras-seq` prints a `UsageError` as one line, `keras-seq: <message>`, and
+exits with status 1; any other exception is a bug and keeps its traceback.
+"""
+
+import contextlib
+
+
+class UsageError(Exception):
+    """An error in the command's arguments or data; its message is the fix."""
+
+
+def check_at_least(value, flag, minimum=1):
+    """Refuses a numeric flag below `minimum`.
+
+    Args:
+        value: the flag's value; None (left out) passes.
+        flag: str, the flag as typed, e.g. `"--epochs"`.
+        minimum: the smallest value allowed.
+
+    Raises:
+        UsageError: when `value < minimum`.
+    """
+    if value is not None and value < minimum:
+        raise UsageError(f"{flag} must be at least {minimum}; received {value}")
+
+
+def check_above_zero(value, flag):
+    """Refuses a time or size flag that is not positive (None passes).
+
+    Raises:
+        UsageError: when `value <= 0`.
+    """
+    if value is not None and value <= 0:
+        raise UsageError(f"{flag} must be above 0; received {value}")
+
+
+def check_preset(preset, presets, flag="--preset"):
+    """Refuses a preset name the family's builder does not know.
+
+    Raises:
+        UsageError: when `preset` is not a key of `presets`.
+    """
+    if preset not in presets:
+        raise UsageError(
+            f"{flag} must be one of {sorted(presets)}; received {preset!r}"
+        )
+
+
+@contextlib.contextmanager
+def reported_as_usage(*errors):
+    """Turns `errors` raised inside the block into a `UsageError`.
+
+    For the boundary where a user's file or argument is read by library
+    code that raises `ValueError` (a bad vocabulary, an export directory
+    already in use): there, such an error is about the input, not a bug.
+
+    Args:
+        *errors: exception classes to convert.
+    """
+    try:
+        yield
+    except errors as error:
+        raise UsageError(str(error)) from None
