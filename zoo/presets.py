@@ -6,7 +6,7 @@ changes a count shows up there.
 
 TRANSLATOR_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests.",
+        "description": "The smallest working model, for tests.",
         "params": 10_468,
         "config": {
             "source_vocabulary_size": 100,
@@ -22,7 +22,7 @@ TRANSLATOR_PRESETS = {
     },
     "small": {
         "description": (
-            "The CPU demo and benchmark size: vocabularies 8,000 / 8,000, "
+            "The demo and benchmark size: vocabularies 8,000 / 8,000, "
             "d_model 128, 4 heads, d_ff 512, 2 + 2 blocks."
         ),
         "params": 4_005_696,
@@ -123,12 +123,12 @@ _SMALL_ENCODER = {
 
 CLASSIFIER_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests.",
+        "description": "The smallest working model, for tests.",
         "params": 4_370,
         "config": {**_TINY_ENCODER, "num_classes": 2},
     },
     "small": {
-        "description": "Sentiment on CPU: 2 blocks of width 128.",
+        "description": "Sentiment classifier: 2 blocks of width 128.",
         "params": 1_437_186,
         "config": {**_SMALL_ENCODER, "num_classes": 2},
     },
@@ -136,12 +136,12 @@ CLASSIFIER_PRESETS = {
 
 ENCODER_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests.",
+        "description": "The smallest working model, for tests.",
         "params": 4_640,
         "config": dict(_TINY_ENCODER),
     },
     "small": {
-        "description": "Masked language model on CPU: 2 blocks of width 128.",
+        "description": "Masked language model: 2 blocks of width 128.",
         "params": 1_453_696,
         "config": dict(_SMALL_ENCODER),
     },
@@ -149,12 +149,12 @@ ENCODER_PRESETS = {
 
 LANGUAGE_MODEL_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests.",
+        "description": "The smallest working model, for tests.",
         "params": 4_368,
         "config": dict(_TINY_ENCODER),
     },
     "small": {
-        "description": "Shakespeare on CPU: 4 causal blocks of width 256.",
+        "description": "Shakespeare: 4 causal blocks of width 256.",
         "params": 5_273_088,
         "config": {
             **_SMALL_ENCODER,
@@ -168,7 +168,7 @@ LANGUAGE_MODEL_PRESETS = {
 
 RNN_LANGUAGE_MODEL_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests: 2 LSTM layers of 16.",
+        "description": "The smallest working model, for tests: 2 LSTM layers of 16.",
         "params": 7_524,
         "config": {
             "vocabulary_size": 100,
@@ -180,7 +180,7 @@ RNN_LANGUAGE_MODEL_PRESETS = {
         },
     },
     "small": {
-        "description": "Shakespeare on CPU: 2 stacked LSTM layers of 256.",
+        "description": "Shakespeare: 2 stacked LSTM layers of 256.",
         "params": 3_999_552,
         "config": {
             "vocabulary_size": 8000,
@@ -195,7 +195,7 @@ RNN_LANGUAGE_MODEL_PRESETS = {
 
 RNN_SEQ2SEQ_PRESETS = {
     "tiny": {
-        "description": "Seconds to build and train; for tests: one GRU of 16.",
+        "description": "The smallest working model, for tests: one GRU of 16.",
         "params": 8_164,
         "config": {
             "source_vocabulary_size": 100,
@@ -209,7 +209,7 @@ RNN_SEQ2SEQ_PRESETS = {
     },
     "small": {
         "description": (
-            "Fig. 7.9 (b) on CPU: 2 + 2 LSTM layers of 256, the context fed "
+            "Fig. 7.9 (b): 2 + 2 LSTM layers of 256, the context fed "
             "at every step, reversed source (Sutskever et al. in miniature)."
         ),
         "params": 8_253_248,
@@ -230,7 +230,7 @@ RNN_SEQ2SEQ_PRESETS = {
 RNN_TRANSLATOR_PRESETS = {
     "tiny": {
         "description": (
-            "Seconds to build and train; for tests: bidirectional GRU 2 x 8, "
+            "The smallest working model, for tests: bidirectional GRU 2 x 8, "
             "GRU decoder of 16, additive attention."
         ),
         "params": 10_948,
@@ -247,7 +247,7 @@ RNN_TRANSLATOR_PRESETS = {
     },
     "small": {
         "description": (
-            "Fig. 7.10 on CPU: bidirectional GRU 2 x 128, GRU decoder of 256, "
+            "Fig. 7.10: bidirectional GRU 2 x 128, GRU decoder of 256, "
             "additive (Bahdanau) attention."
         ),
         "params": 7_040_320,
