@@ -6,23 +6,25 @@ Shape legend:
     T: target (or sequence) length
 
 Every pipeline tokenizes its texts once, eagerly, before the dataset is
-built (a batched `tf.data` pass through the tokenizer's TensorFlow path:
-about 1 s per 100,000 sentences on two CPU cores, after half a second of
-tracing). That pass counts the sentences that will
-be truncated, so one warning can say how many, and the dataset then only
-slices ids, instead of re-tokenizing every epoch. Ids are int32 and 0 is
-padding everywhere; the losses of keras-seq ignore label 0.
+built, and then only slices ids (`keras_seq.text.dataset_ops`), instead of
+re-tokenizing every epoch. Ids are int32 and 0 is padding everywhere; the
+losses of keras-seq ignore label 0.
 
 Shapes are kept few so that XLA (`jit_compile=True`) compiles a handful of
 graphs, not one per batch: translation batches are padded to the boundary of
 their length bucket, the other pipelines to their fixed length.
 """
 
-import warnings
-
 import keras_hub
 import numpy as np
+import tensorflow as tf
 
+from keras_seq.text.dataset_ops import (
+    map_without_autograph,
+    ordered_slices,
+    tokenize_all,
+    warn_truncated,
+)
 from keras_seq.text.vocabulary import (
     END_ID,
     MASK_ID,
@@ -30,12 +32,12 @@ from keras_seq.text.vocabulary import (
     START_ID,
     _check_texts,
 )
+from keras_seq.validation import check_positive_int
 
 # Bucket lengths start here and grow by this factor, rounded up to a multiple
 # of 8 (see `default_bucket_boundaries`).
 _FIRST_BUCKET = 8
 _BUCKET_GROWTH = 1.5
-_TOKENIZE_BATCH = 2048
 
 
 def default_bucket_boundaries(max_length):
@@ -46,6 +48,17 @@ def default_bucket_boundaries(max_length):
     `max_length=64`; 8, 16, 24, 40, 64, 96, 128 for 128. A batch is padded to
     its bucket's length, so padding wastes at most about a third of a batch,
     and a model compiles at most this many shapes.
+
+    Args:
+        max_length: int, the longest sequence: the model's `max_length`.
+
+    Returns:
+        A list of increasing ints ending at `max_length`.
+
+    Example:
+
+    >>> default_bucket_boundaries(64)
+    [8, 16, 24, 40, 64]
     """
     boundaries = []
     length = _FIRST_BUCKET
@@ -111,19 +124,17 @@ def make_translation_dataset(
         `"encoder_token_ids"` (B, S) and `"decoder_token_ids"` (B, T),
         `labels` (B, T); all int32, 0-padded, and S == T == a bucket length.
     """
-    import tensorflow as tf
-
     sources, targets = _check_pairs(pairs)
-    _check_positive_int(max_length, "max_length", minimum=2)
+    max_length = _check_size(max_length, "max_length", minimum=2)
     lengths = _check_boundaries(bucket_boundaries, max_length)
     if batch_size is not None:
-        _check_positive_int(batch_size, "batch_size")
+        batch_size = _check_size(batch_size, "batch_size")
         batch_sizes = [batch_size] * len(lengths)
     else:
-        _check_positive_int(batch_tokens, "batch_tokens")
+        batch_tokens = _check_size(batch_tokens, "batch_tokens")
         batch_sizes = [max(1, batch_tokens // length) for length in lengths]
 
-    source_lengths, source_ids = _tokenize(sources, source_tokenizer, max_length)
+    source_lengths, source_ids = tokenize_all(sources, source_tokenizer, max_length)
     # StartEndPacker trims to leave room for [START] and [END], so a long
     # target keeps its [END]; it pads to one fixed length, and `_tokenize`
     # drops that padding so that bucketing sees each target's own length.
@@ -133,16 +144,16 @@ def make_translation_dataset(
         end_value=END_ID,
         pad_value=PAD_ID,
     )
-    target_lengths, target_ids = _tokenize(targets, target_tokenizer, pack=packer)
+    target_lengths, target_ids = tokenize_all(targets, target_tokenizer, pack=packer)
     truncated = (source_lengths > max_length) | (target_lengths > max_length - 1)
-    _warn_truncated(truncated, "sentence pairs", max_length)
+    warn_truncated(truncated, "sentence pairs", max_length)
 
     def split_target(source, target):
         features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
         return features, target[1:]
 
-    dataset = _slices((source_ids, target_ids), shuffle, seed, epoch)
-    dataset = _map(dataset, split_target)
+    dataset = ordered_slices((source_ids, target_ids), shuffle, seed, epoch)
+    dataset = map_without_autograph(dataset, split_target)
     longer_sides = np.maximum(
         np.minimum(source_lengths, max_length),
         np.minimum(target_lengths, max_length - 1) + 1,  # decoder input
@@ -161,7 +172,6 @@ def make_translation_dataset(
 
 def _bucket(dataset, example_lengths, bucket_lengths, batch_sizes, training):
     """Batches translation examples by length, padded to their bucket."""
-    import tensorflow as tf
 
     def longer_side(features, labels):
         return tf.maximum(tf.size(features["encoder_token_ids"]), tf.size(labels))
@@ -220,11 +230,9 @@ def make_classification_dataset(
         A `tf.data.Dataset` of `(token_ids (B, max_length) int32, labels)`,
         labels int32 for ints and float32 for floats.
     """
-    import tensorflow as tf
-
     texts = _check_texts(texts)
-    _check_positive_int(max_length, "max_length")
-    _check_positive_int(batch_size, "batch_size")
+    max_length = _check_size(max_length, "max_length")
+    batch_size = _check_size(batch_size, "batch_size")
     labels = np.asarray(labels)
     if labels.ndim == 0 or len(labels) != len(texts):
         raise ValueError(
@@ -239,16 +247,16 @@ def make_classification_dataset(
         raise ValueError(
             f"`labels` must be integers or floats; received dtype {labels.dtype}."
         )
-    lengths, token_ids = _tokenize(texts, tokenizer, max_length)
-    _warn_truncated(lengths > max_length, "texts", max_length)
+    lengths, token_ids = tokenize_all(texts, tokenizer, max_length)
+    warn_truncated(lengths > max_length, "texts", max_length)
 
-    dataset = _slices((token_ids, labels), shuffle, seed, epoch)
+    dataset = ordered_slices((token_ids, labels), shuffle, seed, epoch)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
 
     def pad(token_ids, labels):  # (B, None) ragged -> (B, max_length)
         return token_ids.to_tensor(PAD_ID, shape=[None, max_length]), labels
 
-    dataset = _map(dataset, pad)
+    dataset = map_without_autograph(dataset, pad)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -293,12 +301,10 @@ def make_language_model_dataset(
     Returns:
         A `tf.data.Dataset` of `(token_ids, labels)`, both (B, T) int32.
     """
-    import tensorflow as tf
-
     texts = _check_texts(texts)
-    _check_positive_int(sequence_length, "sequence_length")
-    _check_positive_int(batch_size, "batch_size")
-    _, token_ids = _tokenize(texts, tokenizer)
+    sequence_length = _check_size(sequence_length, "sequence_length")
+    batch_size = _check_size(batch_size, "batch_size")
+    _, token_ids = tokenize_all(texts, tokenizer)
     if separator_id is not None:
         separators = tf.fill([len(texts), 1], tf.constant(separator_id, "int32"))
         token_ids = tf.concat([token_ids, separators], axis=1)
@@ -312,7 +318,7 @@ def make_language_model_dataset(
     starts = np.arange(num_windows)[:, None] * sequence_length  # (W, 1)
     windows = stream[starts + np.arange(sequence_length + 1)]  # (W, T + 1)
 
-    dataset = _slices((windows[:, :-1], windows[:, 1:]), shuffle, seed, epoch)
+    dataset = ordered_slices((windows[:, :-1], windows[:, 1:]), shuffle, seed, epoch)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -358,15 +364,13 @@ def make_masked_language_model_dataset(
         int32: `labels` holds the original id at selected positions and 0
         (ignored by the loss) everywhere else.
     """
-    import tensorflow as tf
-
     texts = _check_texts(texts)
-    _check_positive_int(max_length, "max_length")
-    _check_positive_int(batch_size, "batch_size")
+    max_length = _check_size(max_length, "max_length")
+    batch_size = _check_size(batch_size, "batch_size")
     if not 0.0 < mask_rate < 1.0:
         raise ValueError(f"`mask_rate` must be in (0, 1); received {mask_rate}.")
-    lengths, token_ids = _tokenize(texts, tokenizer, max_length)
-    _warn_truncated(lengths > max_length, "texts", max_length)
+    lengths, token_ids = tokenize_all(texts, tokenizer, max_length)
+    warn_truncated(lengths > max_length, "texts", max_length)
     masker = keras_hub.layers.MaskedLMMaskGenerator(
         vocabulary_size=tokenizer.vocabulary_size(),
         mask_selection_rate=mask_rate,
@@ -391,104 +395,10 @@ def make_masked_language_model_dataset(
         inputs = inputs.to_tensor(default_value=PAD_ID, shape=[None, max_length])
         return inputs, labels  # (B, max_length) each
 
-    dataset = _slices(token_ids, shuffle, seed, epoch)
+    dataset = ordered_slices(token_ids, shuffle, seed, epoch)
     dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
-    dataset = _map(dataset, mask)
+    dataset = map_without_autograph(dataset, mask)
     return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _slices(tensors, shuffle, seed, epoch):
-    """`Dataset.from_tensor_slices(tensors)`, in a new order every epoch.
-
-    tf.data's `shuffle(reshuffle_each_iteration=True)` draws each epoch's
-    order from the number of passes the process has made, so a run resumed
-    at epoch k by `BackupAndRestore` would replay epoch 0's order and end
-    with other weights. Here the order is a stateless permutation of
-    `(seed, epoch)`; without an `epoch` variable a counter of passes
-    (incremented when a pass begins) stands in for it.
-    """
-    import tensorflow as tf
-
-    dataset = tf.data.Dataset.from_tensor_slices(tensors)
-    if not shuffle:
-        return dataset
-    size = int(dataset.cardinality())
-    if epoch is None:
-        passes = tf.Variable(-1, dtype="int64", trainable=False)
-
-        def epoch_number(_):
-            return passes.assign_add(1)
-    else:
-
-        def epoch_number(_):
-            return tf.cast(epoch, "int64")
-
-    def order(number):
-        seed_pair = tf.stack([tf.constant(seed, "int64"), number])
-        permutation = tf.random.experimental.stateless_shuffle(
-            tf.range(size, dtype="int64"), seed=seed_pair
-        )
-        return tf.data.Dataset.from_tensor_slices(permutation)
-
-    def take(index):
-        return tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
-
-    indices = tf.data.Dataset.from_tensors(0).map(epoch_number).flat_map(order)
-    return indices.map(take, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def _tokenize(texts, tokenizer, max_length=None, pack=None):
-    """Tokenizes all texts in one batched pass.
-
-    Returns:
-        `(lengths, ids)`: a NumPy array of the token counts before any
-        truncation, and a ragged (N, None) int32 tensor of the ids, cut to
-        `max_length` or passed through `pack`.
-    """
-    import tensorflow as tf
-
-    def tokenize(batch):
-        ids = tf.cast(tokenizer.tokenize(batch), "int32")  # (b, None) ragged
-        lengths = ids.row_lengths()
-        if pack is not None:
-            ids = tf.RaggedTensor.from_tensor(pack(ids), padding=PAD_ID)
-        elif max_length is not None:
-            ids = ids[:, :max_length]
-        return lengths, ids
-
-    # Inside `map` the keras-hub layers take their TensorFlow path; called
-    # eagerly they would run their (slow) pure-Python path.
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string))
-    dataset = _map(dataset.batch(_TOKENIZE_BATCH), tokenize)  # Keeps order.
-    lengths, ids = [], []
-    for batch_lengths, batch_ids in dataset:
-        lengths.append(batch_lengths.numpy())
-        ids.append(batch_ids)
-    return np.concatenate(lengths), tf.concat(ids, axis=0)
-
-
-def _map(dataset, function):
-    """`dataset.map` without autograph.
-
-    None of our map functions (nor the keras-hub layers they call) has
-    data-dependent Python control flow, so autograph has nothing to convert;
-    skipping it saves seconds of tracing per pipeline.
-    """
-    import tensorflow as tf
-
-    function = tf.autograph.experimental.do_not_convert(function)
-    return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE)
-
-
-def _warn_truncated(truncated, what, max_length):
-    count = int(np.sum(truncated))
-    if count:
-        warnings.warn(
-            f"{count} of {len(truncated)} {what} were longer than "
-            f"max_length={max_length} tokens and were truncated.",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 def _check_pairs(pairs):
@@ -510,20 +420,25 @@ def _check_pairs(pairs):
     return [source for source, _ in pairs], [target for _, target in pairs]
 
 
-def _check_positive_int(value, name, minimum=1):
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise TypeError(f"`{name}` must be an int; received {value!r}.")
+def _check_size(value, name, minimum=1):
+    """`value` as a Python int of at least `minimum`, else a `ValueError`.
+
+    NumPy integers are accepted too, as sizes and bucket lengths are often
+    computed with NumPy.
+    """
+    if isinstance(value, np.integer):
+        value = int(value)
+    check_positive_int(value, name)
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}; received {value}.")
+    return value
 
 
 def _check_boundaries(boundaries, max_length):
     """The sorted bucket lengths, ending at `max_length`."""
     if boundaries is None:
         return default_bucket_boundaries(max_length)
-    boundaries = list(boundaries)
-    for value in boundaries:
-        _check_positive_int(value, "bucket_boundaries")
+    boundaries = [_check_size(value, "bucket_boundaries") for value in boundaries]
     if boundaries != sorted(set(boundaries)) or (
         boundaries and boundaries[-1] > max_length
     ):

@@ -209,7 +209,7 @@ def test_shuffle_is_seeded_and_batch_size_can_be_fixed(
         ({"bucket_boundaries": [16, 8]}, ValueError, "bucket_boundaries"),
         ({"bucket_boundaries": [8, 32]}, ValueError, "bucket_boundaries"),
         ({"batch_tokens": 0}, ValueError, "batch_tokens"),
-        ({"batch_size": 2.0}, TypeError, "batch_size"),
+        ({"batch_size": 2.0}, ValueError, "`batch_size` must be a positive integer"),
     ],
 )
 def test_translation_refuses_bad_arguments(
