@@ -18,7 +18,7 @@ import numpy as np
 START_ID, END_ID = 2, 3  # keras_seq.text's reserved ids: [START], [END].
 
 CONFIGS = {
-    # The issue's configuration: the `small` preset's sizes.
+    # The `small` preset's sizes: the configuration every target is stated for.
     "small": {
         "source_vocabulary_size": 8000,
         "target_vocabulary_size": 8000,
@@ -52,10 +52,8 @@ CONFIGS = {
         "batch_size": 64,
         "steps": 1,
         # Each implementation trains in a process of its own, one after the
-        # other, not round-robin: a 101M-parameter model training with Adam
-        # peaks at a few GB, and four side by side (18 GB with the `small`
-        # models) do not fit beside other work in this machine's memory.
-        # XLA on only, for the same reason.
+        # other, not round-robin, and with XLA on only: several 101M-parameter
+        # models with their Adam slots do not fit in memory side by side.
         "xla": "on",
         "isolated": True,
         "preset": "base",
@@ -143,6 +141,8 @@ def bucket_length(config):
     for `small`) that holds its longest pair, here the `real_length`
     tokens of every row: 24 of the 32 for `small`.
     """
+    # Lazy: the pipelines load TensorFlow, and memory.py's PyTorch process
+    # imports this module without it.
     from keras_seq.text.pipelines import default_bucket_boundaries
 
     real = real_length(config["length"])

@@ -35,6 +35,7 @@ def ours_decode(model, target, encoded, source_mask):
 
 def _compiled(fn, model):
     """`fn` compiled as ours is: on JAX, the model's weights are arguments."""
+    # Lazy: memory.py's baseline leaves out each implementation's library.
     from keras_seq import generation
 
     return generation.compile_for_backend(fn, model.variables)
@@ -87,7 +88,7 @@ def _keras_candidates(models, new_tokens, beam_width):
 
 
 def _torch_candidates(config, new_tokens, beam_width):
-    import torch
+    import torch  # Optional: benchmarks/requirements.txt.
 
     torch.manual_seed(0)
     model = peers_torch.build_torch_translator(config)

@@ -21,6 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,8 +44,6 @@ def _median_seconds(fn, repeats):
 
 def _recompute_fn(model, source):
     """Greedy decoding by rerunning the full model at every step."""
-    import tensorflow as tf
-
     batch = source.shape[0]
     length = NEW_TOKENS + 1
     source = tf.constant(source)

@@ -36,6 +36,8 @@ def _peak_mib():
 
 
 def _run_torch(config, inputs, labels, source):
+    # Each implementation's libraries load here, after nothing but the
+    # standard library, so the baseline is its own.
     import torch  # noqa: F401
 
     from benchmarks import peers_torch
@@ -49,6 +51,7 @@ def _run_torch(config, inputs, labels, source):
 
 
 def _run_keras(name, config, inputs, labels, source):
+    # As in _run_torch: imported here, so that the baseline is its own.
     import keras
     import tensorflow  # noqa: F401  tf.data feeds every Keras backend here.
 

@@ -40,7 +40,7 @@ from benchmarks.config import START_ID
 
 def build_hub_translator(config):
     """The translator wired from keras-hub's layers; a functional model."""
-    import keras_hub
+    import keras_hub  # Lazy: memory.py's baseline leaves out each peer's library.
 
     d, n, f, rate = (config[k] for k in ("model_dim", "num_heads", "ff_dim", "dropout"))
 
@@ -153,7 +153,7 @@ def hub_greedy(model, source, new_tokens):
     caches, and its token is handed to the sampler as given, so the decoder
     runs exactly `new_tokens` positions, as ours does.
     """
-    import keras_hub
+    import keras_hub  # Lazy: memory.py's baseline leaves out each peer's library.
 
     encoded, mask, logits, self_caches, cross_caches = _hub_prefill(
         model, source, new_tokens
@@ -187,7 +187,7 @@ def hub_greedy(model, source, new_tokens):
 
 def hub_beam(model, source, new_tokens, beam_width=4):
     """Beam search with keras-hub's `BeamSampler` over keras-hub's caches."""
-    import keras_hub
+    import keras_hub  # Lazy: memory.py's baseline leaves out each peer's library.
 
     encoded, mask, _, self_caches, cross_caches = _hub_prefill(
         model, source, new_tokens
@@ -370,9 +370,9 @@ def recompute_greedy(encode, decode, source, new_tokens):
     a model without a cache generates (the keras.io recipe's loop), here
     inside one compiled loop.
     """
-    import keras_hub
+    import keras_hub  # Lazy: memory.py's baseline leaves out each peer's library.
 
-    from keras_seq import generation
+    from keras_seq import generation  # Lazy, as keras_hub above.
 
     encoded, mask = encode(source)
     batch = ops.shape(source)[0]

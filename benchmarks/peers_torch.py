@@ -28,7 +28,7 @@ from benchmarks.config import START_ID
 
 def available():
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  Optional: benchmarks/requirements.txt.
     except ImportError:
         return False
     return True
@@ -46,7 +46,7 @@ def _sinusoids(length, width):
 
 def build_torch_translator(config):
     """An `nn.Module` translator around `nn.Transformer`."""
-    import torch
+    import torch  # Optional, and absent from the Keras processes' memory.
     from torch import nn
 
     class TorchTranslator(nn.Module):
@@ -102,7 +102,7 @@ def build_torch_translator(config):
 
 def make_trainer(config, inputs, labels):
     """A zero-argument function running `config["steps"]` training steps."""
-    import torch
+    import torch  # Optional, and absent from the Keras processes' memory.
     import torch.nn.functional as F
 
     model = build_torch_translator(config)
@@ -131,7 +131,7 @@ def make_trainer(config, inputs, labels):
 
 def greedy(model, source, new_tokens):
     """Greedy decoding by recomputation; returns (B, new_tokens) ids."""
-    import torch
+    import torch  # Optional, and absent from the Keras processes' memory.
 
     model.eval()
     with torch.inference_mode():
@@ -146,7 +146,7 @@ def greedy(model, source, new_tokens):
 
 def beam(model, source, new_tokens, beam_width=4):
     """Beam search by recomputation (summed log-probabilities, no early stop)."""
-    import torch
+    import torch  # Optional, and absent from the Keras processes' memory.
 
     model.eval()
     k = beam_width

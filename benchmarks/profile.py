@@ -23,7 +23,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import keras  # noqa: E402
+from keras import ops  # noqa: E402
+
 from benchmarks import config as config_lib  # noqa: E402
+from benchmarks import decoding, peers_torch, training  # noqa: E402
 
 # Events that only wrap others (executors, thread pools, Python).
 _WRAPPERS = (
@@ -48,6 +52,7 @@ _WRAPPERS = (
 
 def read_trace(directory):
     """dict op name -> (total seconds, count) from a profiler log dir."""
+    # TensorFlow's protobufs, which a JAX profile reads too; loaded on use.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     totals = collections.defaultdict(lambda: [0.0, 0])
@@ -71,17 +76,15 @@ def read_trace(directory):
 
 def profile(fn, calls=3):
     """Trace `calls` calls of `fn` (already warmed up), TF or JAX profiler."""
-    import keras
-
     with tempfile.TemporaryDirectory() as directory:
         if keras.backend.backend() == "jax":
-            import jax
+            import jax  # Backend-specific.
 
             with jax.profiler.trace(directory):
                 for _ in range(calls):
                     fn()
         else:
-            import tensorflow as tf
+            import tensorflow as tf  # Backend-specific.
 
             tf.profiler.experimental.start(directory)
             for _ in range(calls):
@@ -140,8 +143,6 @@ def summary(totals, calls, top=25):
 
 
 def _training_fn(args, config):
-    from benchmarks import peers_torch, training
-
     inputs, labels = config_lib.training_batch(config)
     if args.implementation == training.TORCH:
         _, train = peers_torch.make_trainer(config, inputs, labels)
@@ -153,10 +154,6 @@ def _training_fn(args, config):
 
 
 def _decoding_fn(args, config):
-    from keras import ops
-
-    from benchmarks import decoding, training
-
     models = {
         name: training.build_keras(name, config)
         for name in (training.OURS, "keras-hub", "keras.io recipe")

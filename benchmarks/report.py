@@ -1,5 +1,8 @@
 """Markdown tables from the results of `benchmarks/run.py`."""
 
+import argparse
+import json
+
 OURS = "keras-seq"
 HUB = "keras-hub"
 TRAINING_TARGET = 1.25  # x the fastest peer
@@ -271,7 +274,7 @@ def _verdict(ok):
 
 
 def targets_section(results, peak, cpu_peak=None):
-    """The issue's targets, each with the measured figure and a verdict."""
+    """The speed targets, each with the measured figure and a verdict."""
     lines = []
     for backend, worker in results["backends"].items():
         rows = worker.get("training", {}).get("small")
@@ -478,10 +481,10 @@ README_END = "<!-- benchmarks:end -->"
 
 
 def update_readme(path, markdown):
-    """Replace the text between README's benchmark markers with `markdown`.
+    """Replace the text between a README's benchmark markers with `markdown`.
 
-    The report's own "## Benchmarks" title is left out: README gives the
-    section its title.
+    The report's own "## Benchmarks" title is left out: the README gives the
+    section its title (benchmarks/README.md, "Latest results").
     """
     with open(path, encoding="utf-8") as file:
         text = file.read()
@@ -500,10 +503,7 @@ def update_readme(path, markdown):
 
 
 def main(argv=None):
-    """`python -m benchmarks.report RESULTS.json [--readme README.md]`."""
-    import argparse
-    import json
-
+    """`python -m benchmarks.report RESULTS.json [--readme benchmarks/README.md]`."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("results", help="benchmarks.json written by run.py")
     parser.add_argument("--readme", help="also update this file between its markers")

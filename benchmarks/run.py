@@ -1,6 +1,6 @@
-"""Run every benchmark and write the results tables: `keras-seq bench`.
+"""Run every benchmark and write the results tables.
 
-Run: `python benchmarks/run.py [--repeats 5] [--backends tensorflow jax]`.
+Run: `python -m benchmarks.run [--repeats 5] [--backends tensorflow jax]`.
 
 One process per Keras backend (`benchmarks/worker.py`, the backend is fixed
 per process) measures, with ours and the peers timed round-robin inside
@@ -8,11 +8,11 @@ it: the float32 matmul rate, training throughput (`small` and `base`),
 decoding (cached and recomputed greedy, beam search) and, on TensorFlow,
 SavedModel serving. Decoding is then timed again in fresh processes
 (`--decoding-processes`, 3 in all by default) and each row reports the
-median over the processes: on this shared machine the same decoding code
-ran up to a third faster or slower from one process to the next, more
-than the implementations differ within one. Then one short process per
+median over the processes: on a shared machine the same decoding code
+varies from one process to the next by more than the implementations
+differ within one (figures in benchmarks/README.md). Then one short process per
 implementation and backend measures peak memory (`benchmarks/memory.py`). Writes
-`benchmarks/results/benchmarks.md` (the tables README shows) and
+`benchmarks/results/benchmarks.md` (the tables) and
 `benchmarks.json` (every repetition). `--quick` runs tiny sizes once, for
 the smoke test.
 """
@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import report, timing  # noqa: E402
+from benchmarks.config import CONFIGS  # noqa: E402
 
 IMPLEMENTATIONS = ("keras-seq", "keras-hub", "keras.io recipe")
 TORCH = "torch.nn.Transformer"
@@ -64,9 +65,8 @@ def _machine():
 
 def _environment(backend):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-    # PyTorch's OpenMP threads spin while they wait for work by default; on
-    # a CPU shared with other processes that made its steps 4-5x slower
-    # (and its CPU time 5x larger) than with passive waiting.
+    # PyTorch's OpenMP threads spin while they wait for work by default,
+    # which on a CPU shared with other processes steals it from the work.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     return env
@@ -80,6 +80,7 @@ def run_worker(backend, worker_args, directory, in_process=False):
     """
     output = os.path.join(directory, f"{backend}.json")
     if in_process:
+        # Lazy: only --in-process loads Keras into this parent process.
         import keras
 
         from benchmarks import worker
@@ -172,8 +173,6 @@ def _split_configs(args):
     Isolated configurations are only trained, so without the training
     stage there are none: `--stages decoding` starts no `base` processes.
     """
-    from benchmarks.config import CONFIGS
-
     names = args.configs or (["tiny"] if args.quick else ["small", "base"])
     shared = [n for n in names if not CONFIGS[n].get("isolated")]
     isolated = [n for n in names if CONFIGS[n].get("isolated")]
@@ -217,7 +216,7 @@ def run_isolated(args, backend, name, directory, torch_too):
 
 def _torch_available():
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  Optional: benchmarks/requirements.txt.
     except ImportError:
         return False
     return True

@@ -17,11 +17,10 @@ import numpy as np
 from benchmarks import config as config_lib
 from benchmarks import timing
 from benchmarks.training import OURS, build_keras
+from keras_seq import text
 
 
 def _vocabulary(size):
-    from keras_seq import text
-
     reserved = list(text.RESERVED_TOKENS)
     return reserved + [f"w{i}" for i in range(size - len(reserved))]
 
@@ -34,9 +33,9 @@ def _sentences(vocabulary, batch, words, seed):
 
 def measure(config, repeats, batch_sizes=(1, 32), new_tokens=32, min_seconds=0.3):
     """dict batch -> {"ms", "sentences_per_s", "times"} for the SavedModel."""
+    # TensorFlow only, and the JAX worker imports this module too.
     import tensorflow as tf
 
-    from keras_seq import text
     from keras_seq.export import export_translator
 
     model = build_keras(OURS, config)

@@ -11,6 +11,8 @@ import os
 import statistics
 import time
 
+import numpy as np
+
 
 def load_average():
     """The 1-minute load average, or None where the OS has none."""
@@ -101,8 +103,8 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
     at the fastest size. Returns dict library -> (FLOP/s, FLOPs per
     second of processor time, all threads together).
     """
+    # Lazy: run.py imports this module for its load average, without Keras.
     import keras
-    import numpy as np
 
     backend = keras.backend.backend()
     rng = np.random.default_rng(0)
@@ -115,7 +117,7 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
         )
 
     if backend == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # Backend-specific.
 
         product = tf.function(tf.linalg.matmul, jit_compile=True)
 
@@ -125,7 +127,7 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
 
         rates["tensorflow"] = _best_rate(tf_multiply, sizes, repeats)
     elif backend == "jax":
-        import jax
+        import jax  # Backend-specific.
 
         product = jax.jit(jax.numpy.matmul)
 
@@ -135,7 +137,7 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
 
         rates["jax"] = _best_rate(jax_multiply, sizes, repeats)
     if torch_too:
-        import torch
+        import torch  # Optional: benchmarks/requirements.txt.
 
         def torch_multiply(n):
             a, b = (torch.from_numpy(x) for x in arrays(n))

@@ -43,6 +43,7 @@ def build_keras(name, config):
     """A freshly built Keras translator of implementation `name`."""
     keras.utils.set_random_seed(0)
     if name == OURS:
+        # Lazy: memory.py's baseline leaves out each implementation's library.
         import zoo
 
         return zoo.build_translator(
@@ -57,7 +58,7 @@ def build_keras(name, config):
 
 def _loss(name):
     if name == OURS:
-        from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+        from keras_seq.losses import MaskedSparseCategoricalCrossentropy  # As zoo.
 
         return MaskedSparseCategoricalCrossentropy(label_smoothing=0.1)
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)

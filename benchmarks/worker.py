@@ -7,15 +7,19 @@ round-robin (`timing.interleaved`).
 
 import argparse
 import json
+import logging
 import os
 import platform
 import sys
 import time
+import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
 
 from benchmarks import config as config_lib  # noqa: E402
 from benchmarks import decoding, peers_torch, serving, timing, training  # noqa: E402
@@ -23,21 +27,15 @@ from zoo.recipes import runtime  # noqa: E402
 
 
 def _quiet():
-    import logging
-    import warnings
-
     warnings.filterwarnings("ignore")
     logging.getLogger("absl").setLevel(logging.ERROR)
     if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # Backend-specific: this worker may run JAX.
 
         tf.get_logger().setLevel(logging.ERROR)
 
 
 def _versions(with_torch):
-    import keras_hub
-    import numpy as np
-
     versions = {
         "python": platform.python_version(),
         "keras": keras.__version__,
@@ -45,15 +43,15 @@ def _versions(with_torch):
         "numpy": np.__version__,
     }
     if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # Backend-specific: this worker may run JAX.
 
         versions["tensorflow"] = tf.__version__
     else:
-        import jax
+        import jax  # Backend-specific: this worker may run TensorFlow.
 
         versions["jax"] = jax.__version__
     if with_torch:
-        import torch
+        import torch  # Optional: benchmarks/requirements.txt.
 
         versions["torch"] = torch.__version__
     return versions
