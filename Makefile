@@ -38,7 +38,7 @@ test-jax: setup
 	KERAS_BACKEND=jax $(PYTEST) $(JAX_TESTS)
 
 # The tutorials run in quick mode here (smaller data and fewer steps); the
-# full mode, which draws README's pictures, is `make tutorials`.
+# full mode, which redraws the pictures in docs/images, is `make tutorials`.
 test-tutorials: setup
 	KERAS_BACKEND=tensorflow KERAS_SEQ_QUICK=1 $(PYTEST) \
 	  --nbmake --nbmake-timeout=180 -p no:cacheprovider tutorials
