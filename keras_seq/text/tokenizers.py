@@ -37,6 +37,7 @@ import re
 import keras
 import keras_hub
 import numpy as np
+import tensorflow as tf
 
 from keras_seq.text.vocabulary import (
     END_ID,
@@ -123,7 +124,19 @@ def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
 
 
 def clean_up_spacing(text):
-    """Applies the punctuation clean-up of the module docstring to a `str`."""
+    """Applies the punctuation clean-up of the module docstring to a `str`.
+
+    Args:
+        text: a `str` of tokens joined with spaces.
+
+    Returns:
+        The `str` with the spacing rules applied once each, in order.
+
+    Example:
+
+    >>> clean_up_spacing("i don ' t know , do you ?")
+    "i don't know, do you?"
+    """
     for pattern, rewrite in _PYTHON_RULES:
         text = pattern.sub(rewrite, text)
     return text
@@ -147,6 +160,12 @@ def detokenize(tokenizer, ids):
     Raises:
         ValueError: for ids of another rank or of a float dtype, and for ids
             outside the vocabulary.
+
+    Example:
+
+    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["hi", "!"])
+    >>> detokenize(tokenizer, [[2, 5, 6, 3, 0]])
+    ['hi!']
     """
     vocabulary = tokenizer.get_vocabulary()
     rows, single = _id_rows(ids)
@@ -181,9 +200,13 @@ def detokenize_graph(tokenizer, ids):
 
     Returns:
         A `tf.string` tensor of shape (B,), or a scalar for a single row.
-    """
-    import tensorflow as tf
 
+    Example:
+
+    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["hi", "!"])
+    >>> detokenize_graph(tokenizer, tf.constant([[2, 5, 6, 3, 0]]))
+    <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'hi!'], dtype=object)>
+    """
     vocabulary = tokenizer.get_vocabulary()
     if isinstance(ids, tf.RaggedTensor):
         ids = ids.to_tensor(default_value=PAD_ID)

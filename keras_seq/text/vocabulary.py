@@ -20,6 +20,8 @@ import collections
 import math
 import os
 
+from keras_seq.validation import check_positive_int
+
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]", "[MASK]")
 PAD_ID, UNK_ID, START_ID, END_ID, MASK_ID = range(len(RESERVED_TOKENS))
 
@@ -58,10 +60,9 @@ def train_wordpiece_vocabulary(
 
     Why not call `compute_word_piece_vocabulary` directly: it binary-searches
     `t` between 10 and the count of the most frequent word, running the full
-    learner at every step (about 14 steps of ~10 s on 16,000 German
-    sentences). When the corpus cannot fill `vocabulary_size` (8,000 asked,
-    ~2,500 possible) every step is too small and the search runs to the
-    bottom, two to three minutes per vocabulary. Here the learner is first
+    learner at every step. When the corpus cannot fill `vocabulary_size`
+    every step is too small and the search runs all the way down to the
+    floor. Here the learner is first
     run once at the floor `min_frequency`; if that vocabulary already fits,
     it is the answer (one learner run). Otherwise `t` is searched on a log
     scale with power-law interpolation, which lands within the learner's 5%
@@ -102,10 +103,7 @@ def train_wordpiece_vocabulary(
             f"`vocabulary_size` must be an int larger than the {reserved} "
             f"reserved tokens; received {vocabulary_size!r}."
         )
-    if not isinstance(min_frequency, int) or min_frequency < 1:
-        raise ValueError(
-            f"`min_frequency` must be a positive int; received {min_frequency!r}."
-        )
+    check_positive_int(min_frequency, "min_frequency")
     word_counts = _count_words(texts, lowercase, strip_accents)
     if not word_counts:
         raise ValueError("`texts` hold no words to learn a vocabulary from.")
@@ -118,6 +116,8 @@ def _count_words(texts, lowercase=True, strip_accents=False):
     Returns:
         A dict from word to count.
     """
+    # TensorFlow and keras-hub load here, not at the top: the special-token
+    # ids of this module must import without them (`keras_seq.text`).
     import tensorflow as tf
 
     # `pretokenize` is the splitter that both `WordPieceTokenizer` and
@@ -126,8 +126,8 @@ def _count_words(texts, lowercase=True, strip_accents=False):
     from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
 
     counts = collections.Counter()
-    # Whole chunks at a time: one eager op call per 8k sentences instead of a
-    # `tf.data` step per sentence (17 s -> 0.2 s on 16k sentences).
+    # Whole chunks at a time: one eager op call per chunk instead of a
+    # `tf.data` step per sentence.
     for start in range(0, len(texts), _COUNT_CHUNK):
         chunk = tf.constant(texts[start : start + _COUNT_CHUNK])
         words = pretokenize(chunk, lowercase, strip_accents, True, True)
@@ -141,6 +141,7 @@ def _learn(word_counts, vocabulary_size, threshold):
     With `lower_thresh == upper_thresh` the learner's own binary search has
     nothing to search and returns after a single pass.
     """
+    # An optional dependency of training only; see `_count_words` too.
     from tensorflow_text.tools.wordpiece_vocab import (
         wordpiece_tokenizer_learner_lib as learner,
     )
@@ -201,6 +202,16 @@ def save_vocabulary(vocabulary, path):
     Args:
         vocabulary: a list of tokens starting with `RESERVED_TOKENS`.
         path: the file to write; missing parent directories are created.
+
+    Raises:
+        ValueError: for an empty token, one with whitespace, a duplicate, or
+            a vocabulary that does not start with `RESERVED_TOKENS`.
+
+    Example:
+
+    >>> save_vocabulary(list(RESERVED_TOKENS) + ["hi"], "vocab.txt")  # doctest: +SKIP
+    >>> load_vocabulary("vocab.txt")[-1]  # doctest: +SKIP
+    'hi'
     """
     path = os.fspath(path)
     tokens = list(vocabulary)
