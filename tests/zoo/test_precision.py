@@ -1,4 +1,4 @@
-"""The translator trains under mixed precision (issue: reliability, precision).
+"""The translator trains under mixed precision.
 
 A few hundred steps of the training recipe (smoothed masked loss, warm-up
 Adam) on a toy task, from the same initial weights, under `float32`,
