@@ -13,7 +13,7 @@ import keras
 from keras import ops
 
 from keras_seq.layers.score_attention import SCORES, ScoreAttention
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_choice, check_positive_int
 
 DECODER_CELLS = ("gru", "lstm")
 _CELLS = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}
@@ -80,14 +80,9 @@ class AttentionDecoder(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         check_positive_int(units, "units")
-        if cell not in DECODER_CELLS:
-            raise ValueError(
-                f"`cell` must be one of {DECODER_CELLS}; received {cell!r}."
-            )
-        if score not in SCORES:
-            raise ValueError(f"`score` must be one of {SCORES}; received {score!r}.")
-        if attention_units is not None:
-            check_positive_int(attention_units, "attention_units")
+        check_choice(cell, "cell", DECODER_CELLS)
+        check_choice(score, "score", SCORES)
+        check_positive_int(attention_units, "attention_units", allow_none=True)
         self.units = units
         self.cell = cell
         self.score = score

@@ -11,6 +11,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_seq.validation import check_positive_int
+
 
 def check_static_length(length, start_index, max_length, name="inputs"):
     """Refuse positions past `max_length` when they are known statically.
@@ -86,15 +88,10 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
 
     def __init__(self, max_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        if (
-            isinstance(max_length, bool)
-            or not isinstance(max_length, (int, np.integer))
-            or max_length <= 0
-        ):
-            raise ValueError(
-                f"`max_length` must be a positive integer; received {max_length!r}."
-            )
-        self.max_length = int(max_length)
+        if isinstance(max_length, np.integer):
+            max_length = int(max_length)  # A length read from a numpy shape.
+        check_positive_int(max_length, "max_length")
+        self.max_length = max_length
         self.initializer = keras.initializers.get(initializer)
         self.supports_masking = True
 

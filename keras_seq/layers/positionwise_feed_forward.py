@@ -10,6 +10,7 @@ Shape legend:
 import keras
 
 from keras_seq.layers.hashed_dropout import HashedDropout
+from keras_seq.validation import check_positive_int, check_rate, clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -56,12 +57,8 @@ class PositionwiseFeedForward(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(ff_dim, int) or ff_dim <= 0:
-            raise ValueError(
-                f"`ff_dim` must be a positive integer; received {ff_dim!r}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        check_positive_int(ff_dim, "ff_dim")
+        check_rate(dropout, "dropout")
         self.ff_dim = ff_dim
         self.activation = keras.activations.get(activation)
         self.dropout = dropout
@@ -74,12 +71,8 @@ class PositionwiseFeedForward(keras.layers.Layer):
         return keras.layers.Dense(
             units,
             activation=activation,
-            kernel_initializer=self.kernel_initializer.__class__.from_config(
-                self.kernel_initializer.get_config()
-            ),
-            bias_initializer=self.bias_initializer.__class__.from_config(
-                self.bias_initializer.get_config()
-            ),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )

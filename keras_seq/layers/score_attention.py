@@ -16,12 +16,14 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
+from keras_seq.validation import (
+    check_choice,
+    check_positive_int,
+    check_rate,
+    clone_initializer,
+)
 
 SCORES = ("dot", "scaled_dot", "general", "additive", "concat")
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 def _static_dim(x, axis):
@@ -145,16 +147,9 @@ class ScoreAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if score not in SCORES:
-            raise ValueError(f"`score` must be one of {SCORES}; received {score!r}.")
-        if units is not None and (
-            isinstance(units, bool) or not isinstance(units, int) or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer or None; received {units!r}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        check_choice(score, "score", SCORES)
+        check_positive_int(units, "units", allow_none=True)
+        check_rate(dropout, "dropout")
         self.score = score
         self.units = units
         self.dropout = dropout
@@ -166,8 +161,8 @@ class ScoreAttention(keras.layers.Layer):
         return keras.layers.Dense(
             units,
             use_bias=use_bias,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -177,7 +172,7 @@ class ScoreAttention(keras.layers.Layer):
         return keras.layers.EinsumDense(
             "btsu,u->bts",
             output_shape=(None, None),
-            kernel_initializer=_clone(self.kernel_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="score_vector",
         )
@@ -309,16 +304,8 @@ class ScoreAttention(keras.layers.Layer):
         )  # (B, T, S), or broadcastable to it
 
         scores = self._scores(query, key)  # (B, T, S)
-        # Softmax in float32: float16 logits lose the small differences that
-        # decide the weights, and its range is too short for masked values.
-        scores = ops.cast(scores, "float32")
-        if mask is not None:
-            scores = ops.where(mask, scores, masks_lib.masked_value("float32"))
-        weights = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        if mask is not None:
-            # A row with no key is uniform after the softmax; zeroing it
-            # makes its context zero, and `where` passes no gradient back.
-            weights = ops.where(mask, weights, ops.zeros_like(weights))
+        # Eq. (7.20), in float32 and with rows without a key set to zero.
+        weights = masks_lib.masked_softmax(scores, mask, self.compute_dtype)
         dropped = self._dropout_layer(weights, training=training)
         # (B, T, S) x (B, S, V) -> (B, T, V)
         context = ops.einsum("bts,bsv->btv", dropped, value)

@@ -11,12 +11,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_seq.validation import check_choice, check_positive_int
+
 MODES = ("add", "concat")
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
 def _check_even(value, name):
@@ -65,7 +62,7 @@ def sinusoidal_encoding(
     References:
         Vaswani et al., "Attention Is All You Need", 2017, Sec. 3.5.
     """
-    _check_positive_int(dim, "dim")
+    check_positive_int(dim, "dim")
     _check_even(dim, "dim")
     if max_wavelength <= 0:
         raise ValueError(
@@ -142,15 +139,14 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
                 "`max_wavelength` must be a positive number; "
                 f"received {max_wavelength!r}."
             )
-        if mode not in MODES:
-            raise ValueError(f"`mode` must be one of {MODES}; received {mode!r}.")
+        check_choice(mode, "mode", MODES)
         if mode == "concat" and output_dim is None:
             raise ValueError(
                 '`output_dim` is required with mode="concat": it is the '
                 "width of the appended code; received None."
             )
         if output_dim is not None:
-            _check_positive_int(output_dim, "output_dim")
+            check_positive_int(output_dim, "output_dim")
             _check_even(output_dim, "output_dim")
         self.max_wavelength = max_wavelength
         self.mode = mode

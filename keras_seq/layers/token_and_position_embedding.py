@@ -20,22 +20,14 @@ from keras_seq.layers.learned_positional_embedding import (
 from keras_seq.layers.sinusoidal_positional_encoding import (
     SinusoidalPositionalEncoding,
 )
+from keras_seq.validation import check_choice, check_positive_int, clone_initializer
 
 POSITIONAL_KINDS = ("learned", "sinusoidal")
-
-
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
 
 
 def _is_integer(x):
     dtype = keras.backend.standardize_dtype(x.dtype)
     return dtype.startswith("int") or dtype.startswith("uint")
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -107,14 +99,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_positive_int(vocabulary_size, "vocabulary_size")
-        _check_positive_int(max_length, "max_length")
-        _check_positive_int(embedding_dim, "embedding_dim")
-        if positional not in POSITIONAL_KINDS:
-            raise ValueError(
-                f"`positional` must be one of {POSITIONAL_KINDS}; "
-                f"received {positional!r}."
-            )
+        check_positive_int(vocabulary_size, "vocabulary_size")
+        check_positive_int(max_length, "max_length")
+        check_positive_int(embedding_dim, "embedding_dim")
+        check_choice(positional, "positional", POSITIONAL_KINDS)
         if positional == "sinusoidal" and embedding_dim % 2:
             raise ValueError(
                 '`embedding_dim` must be even with positional="sinusoidal", '
@@ -148,7 +136,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.token_embedding = keras.layers.Embedding(
             self.vocabulary_size,
             self.embedding_dim,
-            embeddings_initializer=_clone(self.embeddings_initializer),
+            embeddings_initializer=clone_initializer(self.embeddings_initializer),
             dtype=self.dtype_policy,
             name="token_embedding",
         )
@@ -157,7 +145,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if self.positional == "learned":
             self.position_embedding = LearnedPositionalEmbedding(
                 self.max_length,
-                initializer=_clone(self.embeddings_initializer),
+                initializer=clone_initializer(self.embeddings_initializer),
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )

@@ -12,10 +12,7 @@ import keras
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.layers.multi_head_attention import MultiHeadAttention
 from keras_seq.layers.positionwise_feed_forward import PositionwiseFeedForward
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
+from keras_seq.validation import check_positive_int, check_rate, clone_initializer
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -59,18 +56,11 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("num_heads", num_heads), ("ff_dim", ff_dim)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"`{name}` must be a positive integer; received {value!r}."
-                )
-        for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise ValueError(
-                    f"`{name}` must be a positive integer or None; received {value!r}."
-                )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        check_positive_int(num_heads, "num_heads")
+        check_positive_int(ff_dim, "ff_dim")
+        check_positive_int(key_dim, "key_dim", allow_none=True)
+        check_positive_int(value_dim, "value_dim", allow_none=True)
+        check_rate(dropout, "dropout")
         self.num_heads = num_heads
         self.ff_dim = ff_dim
         self.key_dim = key_dim
@@ -108,8 +98,8 @@ class TransformerBlock(keras.layers.Layer):
             dropout=self.dropout,
             use_bias=self.attention_bias,
             attention_implementation=self.attention_implementation,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -126,8 +116,8 @@ class TransformerBlock(keras.layers.Layer):
         return PositionwiseFeedForward(
             self.ff_dim,
             activation=self.activation,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
         )
