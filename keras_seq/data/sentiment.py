@@ -46,14 +46,23 @@ class SentimentCorpus:
 
 
 def data_dir():
-    """Where installed corpora live: `$KERAS_SEQ_DATA`, by default
-    `~/.cache/keras_seq`."""
+    """Where installed corpora live.
+
+    Returns:
+        `$KERAS_SEQ_DATA` when it is set and not empty, else
+        `~/.cache/keras_seq`.
+    """
     return os.environ.get("KERAS_SEQ_DATA") or os.path.join(
         os.path.expanduser("~"), ".cache", "keras_seq"
     )
 
 
 def default_snippets_path():
+    """Where `scripts/install_corpora.sh` puts the snippets file.
+
+    Returns:
+        `<data_dir()>/corpora/movieReviewSnippets_GroundTruth.txt`.
+    """
     return os.path.join(data_dir(), "corpora", SNIPPETS_FILENAME)
 
 
