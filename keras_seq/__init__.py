@@ -1,4 +1,9 @@
-"""keras-seq: sequence-model layers for Keras 3 and the machinery around them."""
+"""keras-seq: sequence-model layers for Keras 3 and the machinery around them.
+
+`keras_seq.callbacks` and the tokenizers and pipelines of `keras_seq.text`
+need TensorFlow, which a model on another backend does not, so they are
+imported on their own, as are the corpus loaders of `keras_seq.data`.
+"""
 
 # Importing the losses, metrics and schedules registers them, so that a
 # compiled model saved with them loads after a plain `import keras_seq`.

@@ -26,7 +26,17 @@ class TimeBudget(keras.callbacks.Callback):
     """Stop training once `minutes` of wall-clock time have passed.
 
     The check runs after every batch, so a run ends within one batch of its
-    budget; `None` means no budget.
+    budget.
+
+    Args:
+        minutes: float > 0, the budget, or `None` for no budget.
+
+    Example:
+
+    >>> budget = TimeBudget(minutes=30)
+    >>> model.fit(dataset, epochs=100, callbacks=[budget])  # doctest: +SKIP
+    >>> budget.elapsed_minutes()  # doctest: +SKIP
+    30.02
     """
 
     def __init__(self, minutes=None):
@@ -48,6 +58,7 @@ class TimeBudget(keras.callbacks.Callback):
         self._stop = time.time()
 
     def elapsed_minutes(self):
+        """Minutes since training began (until it ended, once it has)."""
         if self._start is None:
             return 0.0
         return ((self._stop or time.time()) - self._start) / 60.0
@@ -57,7 +68,20 @@ class BleuHistory(keras.callbacks.Callback):
     """Score BLEU after every epoch; `points` holds (minutes, epoch, BLEU).
 
     The minutes count training time only: the time spent scoring is
-    subtracted, so the curve shows what training buys.
+    subtracted, so the curve shows what training buys. The score is also
+    put in the epoch's logs as `val_bleu`, so that callbacks after this one
+    (`checkpoint_callbacks(..., monitor="val_bleu")`) can use it.
+
+    Args:
+        score_fn: a function of no arguments returning the BLEU score of
+            the model as it is now, e.g. on the validation pairs.
+
+    Example:
+
+    >>> history = BleuHistory(lambda: score_validation(model))  # doctest: +SKIP
+    >>> model.fit(dataset, epochs=3, callbacks=[history])  # doctest: +SKIP
+    >>> history.points  # doctest: +SKIP
+    [(1.2, 1, 3.5), (2.4, 2, 7.9), (3.6, 3, 10.1)]
     """
 
     def __init__(self, score_fn):
@@ -93,6 +117,12 @@ class EmaWeights(keras.callbacks.SwapEMAWeights):
     the raw weights while the averages are in the model. This callback also
     hands them back when training stops early. Put it before the callbacks
     that should see the averaged weights and after `TimeBudget`.
+
+    Example:
+
+    >>> optimizer = keras.optimizers.Adam(use_ema=True)
+    >>> callbacks = [TimeBudget(30), EmaWeights()]
+    >>> model.fit(dataset, epochs=10, callbacks=callbacks)  # doctest: +SKIP
     """
 
     def __init__(self):
@@ -122,6 +152,17 @@ class AverageLastEpochs(keras.callbacks.Callback):
     begins, the copies of the epochs before it come back and any later ones
     (written after the last backup) go. The directory is removed when
     training ends.
+
+    Args:
+        epochs: int, how many of the last epoch ends are averaged.
+        directory: optional path where each epoch's copy is written.
+
+    Example:
+
+    >>> average = AverageLastEpochs(epochs=5, directory="run/averaging")
+    >>> model.fit(dataset, epochs=20, callbacks=[average])  # doctest: +SKIP
+    >>> average.averaged_epochs  # doctest: +SKIP
+    5
     """
 
     def __init__(self, epochs=5, directory=None):
@@ -195,6 +236,14 @@ class ShuffleEpoch(keras.callbacks.Callback):
     Pass `callback.epoch` as the `epoch` argument of a `keras_seq.text`
     pipeline and the callback to `fit`: the pipeline's order of each epoch
     is then a function of `(seed, epoch)`, the same in a resumed run.
+
+    Example:
+
+    >>> shuffle_epoch = ShuffleEpoch()
+    >>> dataset = keras_seq.text.make_language_model_dataset(
+    ...     texts, tokenizer, 64, 32, shuffle=True, epoch=shuffle_epoch.epoch
+    ... )  # doctest: +SKIP
+    >>> model.fit(dataset, epochs=5, callbacks=[shuffle_epoch])  # doctest: +SKIP
     """
 
     def __init__(self):
@@ -250,6 +299,19 @@ def checkpoint_callbacks(output_dir, monitor="val_loss"):
       value logged before the interruption.
 
     Put callbacks that add to the logs (such as `BleuHistory`) before these.
+
+    Args:
+        output_dir: the run's directory.
+        monitor: the logged quantity that picks the best epoch; one whose
+            name holds `"acc"` or `"bleu"` is maximised, others minimised.
+
+    Returns:
+        A list of the three callbacks, in the order above.
+
+    Example:
+
+    >>> callbacks = checkpoint_callbacks("runs/small", monitor="val_loss")
+    >>> model.fit(dataset, epochs=10, callbacks=callbacks)  # doctest: +SKIP
     """
     backup_dir = os.path.join(output_dir, "backup")
     history = os.path.join(output_dir, "history.csv")
