@@ -13,22 +13,14 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq import generation
+from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
 from keras_seq.layers.attention_decoder import DECODER_CELLS, AttentionDecoder
 from keras_seq.layers.score_attention import SCORES
-from keras_seq.masks import PADDING_ID
-from keras_seq.validation import check_positive_int
+from keras_seq.masks import PADDING_ID, check_token_ids
+from keras_seq.validation import check_choice, check_positive_int, check_rate
 from zoo import presets as presets_lib
-from zoo.common import resolve_config
-from zoo.encoders import _ConfigModel
-from zoo.rnn import (
-    LogitsDense,
-    _split_vocabulary,
-    check_cell,
-    check_dropout,
-    recurrent_layer,
-    split_config,
-)
+from zoo.common import TokenIdsModel, resolve_config
+from zoo.rnn import LogitsDense, recurrent_layer
 
 TRANSLATOR_DEFAULTS = {
     "source_vocabulary_size": 8000,
@@ -51,11 +43,10 @@ def _check_config(config):
         "embedding_dim",
     ):
         check_positive_int(config[key], key)
-    check_cell(config["cell"], DECODER_CELLS)
-    check_dropout(config["dropout"])
+    check_choice(config["cell"], "cell", DECODER_CELLS)
+    check_rate(config["dropout"], "dropout")
     score = config["score"]
-    if score not in SCORES:
-        raise ValueError(f"`score` must be one of {SCORES}; received {score!r}.")
+    check_choice(score, "score", SCORES)
     if (
         score in ("dot", "scaled_dot")
         and config["units"] != 2 * config["encoder_units"]
@@ -110,7 +101,7 @@ def _make_layers(config):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RNNTranslator(_ConfigModel):
+class RNNTranslator(GenerativeModel, TokenIdsModel):
     """A bidirectional RNN encoder and an attention decoder, Fig. 7.10.
 
     Encoder: the source embeddings go through a bidirectional GRU or LSTM
@@ -128,10 +119,12 @@ class RNNTranslator(_ConfigModel):
     `s(t)` (Eq. 7.22), and a linear layer maps `[s(t); u(t)]` to logits.
     Training uses teacher forcing: `y(t-1)` is the reference token.
 
-    For generation, `encode` runs the encoder once and `decode_step`
-    advances one token from a carried state; for alignment plots (Fig.
-    7.11), `attention_weights` returns the weights of a teacher-forced
-    pass.
+    For generation (`generate` and `beam_search`, from
+    `GenerativeModel`), `encode` runs the encoder once and `decode_step`
+    advances one token from the carried state `s(t-1)` (Eq. 7.22): a step
+    costs one cell update and one attention over the source, not a rerun
+    of the decoder. For alignment plots (Fig. 7.11), `attention_weights`
+    returns the weights of a teacher-forced pass.
 
     Args:
         source_vocabulary_size, target_vocabulary_size: vocabulary sizes.
@@ -143,6 +136,7 @@ class RNNTranslator(_ConfigModel):
             encoder_units), `"general"`, `"additive"` (Bahdanau) or
             `"concat"`; the additive and concat scores have H hidden units.
         dropout: float in [0, 1), on the embeddings and on `[s(t); u(t)]`.
+        **kwargs: `keras.Model` arguments (`name`, `trainable`).
 
     Inputs:
         encoder_token_ids: (B, S) int, 0 = padding (post-padded).
@@ -158,8 +152,23 @@ class RNNTranslator(_ConfigModel):
         Neural Machine Translation", EMNLP 2015.
     """
 
-    def __init__(self, **config):
-        config, base = split_config(config, TRANSLATOR_DEFAULTS, "RNN translator")
+    def __init__(
+        self,
+        source_vocabulary_size=8000,
+        target_vocabulary_size=8000,
+        cell="gru",
+        units=256,
+        encoder_units=128,
+        embedding_dim=128,
+        score="additive",
+        dropout=0.2,
+        **kwargs,
+    ):
+        config = {
+            name: value
+            for name, value in locals().items()
+            if name in TRANSLATOR_DEFAULTS
+        }
         _check_config(config)
         layers = _make_layers(config)
 
@@ -176,13 +185,20 @@ class RNNTranslator(_ConfigModel):
         super().__init__(
             inputs={"encoder_token_ids": encoder_ids, "decoder_token_ids": decoder_ids},
             outputs=logits,
-            **base,
+            **kwargs,
         )
 
         # Config and handles for generation.
-        self._store_config(config)
-        for key, value in layers.items():
-            setattr(self, key, value)
+        for name, value in {**config, **layers}.items():
+            setattr(self, name, value)
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        return {**config, **{name: getattr(self, name) for name in TRANSLATOR_DEFAULTS}}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
     def encode(self, encoder_token_ids, training=False):
         """Run the encoder once per source.
@@ -220,158 +236,28 @@ class RNNTranslator(_ConfigModel):
         )
         return new_state, self.logits_dense(output), weights
 
-    def generate(
-        self,
-        token_ids,
-        max_new_tokens=64,
-        strategy="greedy",
-        start_token_id=2,
-        end_token_id=3,
-        beam_width=4,
-        length_penalty=0.6,
-        temperature=1.0,
-        top_k=None,
-        top_p=None,
-        seed=None,
-    ):
-        """Translate source ids with a compiled loop over the carried state.
+    # `generate` and `beam_search` come from `GenerativeModel`; its hooks:
 
-        The encoder runs once; each step feeds the previous token and the
-        state `s(t-1)` to `decode_step` (Eq. 7.22), so a step costs one
-        cell update and one attention over the source, not a rerun of the
-        decoder.
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        """Validate source ids; returns `max_new_tokens` or its default.
 
-        Args:
-            token_ids: (B, S) int source ids, 0 = padding.
-            max_new_tokens: int, the longest output.
-            strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
-                `"beam"` (the best of `beam_search`).
-            start_token_id, end_token_id: the target's special tokens;
-                `end_token_id=None` decodes exactly `max_new_tokens` tokens
-                (greedy and sampling).
-
-        Returns:
-            (B, max_new_tokens) int32 ids; each row ends with its end token
-            followed by zeros.
+        A recurrent decoder has no length limit: the default is
+        `keras_seq.generation.DEFAULT_MAX_NEW_TOKENS`.
         """
-        from keras_seq.masks import check_token_ids
-
         check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
-        check_positive_int(max_new_tokens, "max_new_tokens")
-        if strategy == "beam":
-            ids, _ = self.beam_search(
-                token_ids,
-                max_new_tokens,
-                beam_width,
-                length_penalty,
-                start_token_id=start_token_id,
-                end_token_id=end_token_id,
-            )
-            return ids[:, 0]
-        key = (strategy, max_new_tokens, start_token_id, end_token_id)
-        key += (temperature, top_k, top_p, seed)
+        return resolve_max_new_tokens(max_new_tokens)
 
-        def make_fn():
-            sampler = generation.make_sampler(
-                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
-            )
-            return (
-                lambda source: self._generate(
-                    source, sampler, max_new_tokens, start_token_id, end_token_id
-                ),
-                sampler.variables,
-            )
+    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        # The encoder outputs and mask stay fixed; the state is carried.
+        encoded, mask, state = self.encode(token_ids)
+        batch_size = ops.shape(token_ids)[0]
+        start = ops.full((batch_size, 1), start_token_id, dtype="int32")
+        return start, (encoded, mask), state
 
-        source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return generation.run_compiled(self, key, make_fn, source)
-
-    def beam_search(
-        self,
-        token_ids,
-        max_new_tokens=64,
-        beam_width=4,
-        length_penalty=0.6,
-        num_return=1,
-        start_token_id=2,
-        end_token_id=3,
-    ):
-        """Beam search over the carried state, returning n-best lists.
-
-        The encoder runs once; its outputs, mask and the decoder state are
-        tiled per beam, and the state follows its beam at every step.
-
-        Returns:
-            `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids, best
-            first, and their (B, num_return) length-normalised
-            log-probabilities (`keras_seq.generation.beam_search`).
-        """
-        from keras_seq.masks import check_token_ids
-
-        check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
-        check_positive_int(max_new_tokens, "max_new_tokens")
-        check_positive_int(beam_width, "beam_width")
-        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
-        key += (start_token_id, end_token_id)
-
-        def make_fn():
-            def search(source):
-                batch_size = ops.shape(source)[0]
-                encoded, mask, state = self.encode(source)
-                encoded = generation.tile_beams(encoded, beam_width)
-                mask = generation.tile_beams(mask, beam_width)
-                state = [generation.tile_beams(s, beam_width) for s in state]
-
-                def step(previous, index, state):
-                    state, logits, _ = self.decode_step(
-                        state, previous[:, 0], encoded, mask
-                    )
-                    return logits, state
-
-                def reorder(state, rows):
-                    return [ops.take(s, rows, axis=0) for s in state]
-
-                return generation.beam_search(
-                    step,
-                    reorder,
-                    state,
-                    batch_size,
-                    max_new_tokens,
-                    start_token_id,
-                    end_token_id,
-                    beam_width=beam_width,
-                    length_penalty=length_penalty,
-                    num_return=num_return,
-                )
-
-            return search
-
-        source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return generation.run_compiled(self, key, make_fn, source)
-
-    def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
-        encoded, mask, state = self.encode(source)
-        batch_size = ops.shape(source)[0]
-        buffer, given = generation.start_buffer(
-            batch_size, max_new_tokens, start_token_id
-        )
-
-        def next_logits(buffer, state, index):
-            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])[:, 0]
-            state, logits, _ = self.decode_step(state, previous, encoded, mask)
-            return logits, None, state
-
-        buffer = sampler(
-            next_logits,
-            buffer,
-            cache=state,
-            index=1,
-            mask=given,
-            stop_token_ids=None if end_token_id is None else [end_token_id],
-            model=self,  # on JAX, its weights are read through the loop
-        )
-        if end_token_id is None:
-            return buffer[:, 1:]
-        return generation.zero_after_end(buffer[:, 1:], end_token_id)
+    def _decoding_step(self, token_ids, index, context, cache):
+        encoded, mask = context
+        state, logits, _ = self.decode_step(cache, token_ids[:, 0], encoded, mask)
+        return logits, state
 
     def attention_weights(self, encoder_token_ids, decoder_token_ids):
         """(B, T, S) attention weights of a teacher-forced pass (Fig. 7.11).
@@ -435,4 +321,8 @@ def build_rnn_translator(preset=None, **overrides):
         overrides,
         "RNN translator",
     )
-    return RNNTranslator(**_split_vocabulary(config))
+    if "vocabulary_size" in config:
+        size = config.pop("vocabulary_size")
+        config["source_vocabulary_size"] = size
+        config["target_vocabulary_size"] = size
+    return RNNTranslator(**config)

@@ -11,13 +11,18 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq import generation
+from keras_seq.generation import (
+    GenerativeModel,
+    empty_self_attention_caches,
+    resolve_max_new_tokens,
+)
 from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
+from keras_seq.masks import check_token_ids
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -48,7 +53,7 @@ DEFAULTS = {
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class Translator(TokenIdsModel):
+class Translator(GenerativeModel, TokenIdsModel):
     """An encoder-decoder Transformer that maps source ids to target logits.
 
     The encoder embeds the source (token plus position, Eq. 7.30) and runs
@@ -59,6 +64,11 @@ class Translator(TokenIdsModel):
     vocabulary. Trained with teacher forcing, all target positions at once
     (Sec. 7.5). Cross attention is why this is a functional graph and not a
     `keras.Sequential` stack: the decoder blocks take two inputs.
+
+    `generate` and `beam_search` (from `GenerativeModel`) translate source
+    ids: the encoder runs once, its keys and values for cross attention are
+    computed once, and each new token is one `decode_step` over
+    preallocated self-attention caches.
 
     Args:
         source_vocabulary_size, target_vocabulary_size: vocabulary sizes.
@@ -102,6 +112,7 @@ class Translator(TokenIdsModel):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
+        config = {name: value for name, value in locals().items() if name in DEFAULTS}
         for name in (
             "source_vocabulary_size",
             "target_vocabulary_size",
@@ -109,7 +120,7 @@ class Translator(TokenIdsModel):
             "num_decoder_layers",
             "model_dim",
         ):
-            check_positive_int(locals()[name], name)
+            check_positive_int(config[name], name)
         if tie_embeddings and source_vocabulary_size != target_vocabulary_size:
             raise ValueError(
                 "`tie_embeddings=True` shares one vocabulary, so "
@@ -182,23 +193,8 @@ class Translator(TokenIdsModel):
         )
 
         # Config and handles for generation.
-        self.source_vocabulary_size = source_vocabulary_size
-        self.target_vocabulary_size = target_vocabulary_size
-        self.num_encoder_layers = num_encoder_layers
-        self.num_decoder_layers = num_decoder_layers
-        self.model_dim = model_dim
-        self.num_heads = num_heads
-        self.key_dim = key_dim
-        self.value_dim = value_dim
-        self.ff_dim = ff_dim
-        self.dropout = dropout
-        self.max_length = max_length
-        self.positional = positional
-        self.norm_first = norm_first
-        self.tie_embeddings = tie_embeddings
-        self.attention_bias = attention_bias
-        self.scale_embeddings = scale_embeddings
-        self.layer_norm_epsilon = layer_norm_epsilon
+        for name, value in config.items():
+            setattr(self, name, value)
         self.source_embedding = source_embedding
         self.target_embedding = target_embedding
         self.encoder_blocks = encoder_blocks
@@ -235,16 +231,10 @@ class Translator(TokenIdsModel):
     def empty_self_attention_caches(self, batch_size, length):
         """Zeroed self-attention caches, one (B, 2, N, L, H) per block.
 
-        A tuple of separate tensors, not one stacked tensor: a compiled
-        decoding loop then updates each in place, where slicing a block's
-        cache out of a stack and stacking the results again copied every
-        cache at every step.
+        See `keras_seq.generation.empty_self_attention_caches`.
         """
-        attention = self.decoder_blocks[0]._self_attention
-        shape = attention.cache_shape(batch_size, length)
-        return tuple(
-            ops.zeros(shape, dtype=self.compute_dtype)
-            for _ in range(self.num_decoder_layers)
+        return empty_self_attention_caches(
+            self.decoder_blocks, batch_size, length, self.compute_dtype
         )
 
     def decode_step(
@@ -302,171 +292,21 @@ class Translator(TokenIdsModel):
         )
         return weights
 
-    def generate(
-        self,
-        token_ids,
-        max_new_tokens=None,
-        strategy="greedy",
-        start_token_id=2,
-        end_token_id=3,
-        beam_width=4,
-        length_penalty=0.6,
-        temperature=1.0,
-        top_k=None,
-        top_p=None,
-        seed=None,
-    ):
-        """Translate source ids with a compiled loop over the KV cache.
+    # `generate` and `beam_search` come from `GenerativeModel`; its hooks:
 
-        Args:
-            token_ids: (B, S) int source ids, 0 = padding.
-            max_new_tokens: int, the longest output; defaults to
-                `max_length - 1`.
-            strategy: `"greedy"`, `"sample"` (temperature, top-k, top-p) or
-                `"beam"` (`beam_width`, `length_penalty`; the best of
-                `beam_search`).
-            start_token_id, end_token_id: the target's special tokens;
-                `end_token_id=None` decodes exactly `max_new_tokens` tokens
-                (greedy and sampling).
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        """Validate source ids; returns `max_new_tokens` or its default.
 
-        Returns:
-            (B, max_new_tokens) int32 ids; each row ends with its end token
-            followed by zeros.
+        The output has at most `max_length - 1` tokens (its positions
+        after the start token), the default.
         """
-        max_new_tokens = self._check_generate_input(token_ids, max_new_tokens)
-        key = (
-            strategy,
-            max_new_tokens,
-            start_token_id,
-            end_token_id,
-            temperature,
-            top_k,
-            top_p,
-            seed,
-        )
-
-        if strategy == "beam":
-            ids, _ = self.beam_search(
-                token_ids,
-                max_new_tokens,
-                beam_width,
-                length_penalty,
-                start_token_id=start_token_id,
-                end_token_id=end_token_id,
-            )
-            return ids[:, 0]
-
-        def make_fn():
-            sampler = generation.make_sampler(
-                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
-            )
-            return (
-                lambda source: self._generate(
-                    source, sampler, max_new_tokens, start_token_id, end_token_id
-                ),
-                sampler.variables,
-            )
-
-        source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return generation.run_compiled(self, key, make_fn, source)
-
-    def beam_search(
-        self,
-        token_ids,
-        max_new_tokens=None,
-        beam_width=4,
-        length_penalty=0.6,
-        num_return=1,
-        start_token_id=2,
-        end_token_id=3,
-    ):
-        """Beam search over the KV cache, returning n-best lists.
-
-        The encoder runs once per source; its output and cross-attention
-        caches are tiled per beam and the self-attention caches follow
-        their beams at every step (`keras_seq.generation.beam_search`).
-
-        Returns:
-            `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids,
-            best first, and their (B, num_return) log-probabilities
-            divided by the length penalty `((5 + n) / 6) ** alpha`.
-        """
-        max_new_tokens = self._check_generate_input(token_ids, max_new_tokens)
-        check_positive_int(beam_width, "beam_width")
-        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
-        key += (start_token_id, end_token_id)
-
-        def make_fn():
-            def search(source):
-                return self._beam_search(
-                    source,
-                    max_new_tokens,
-                    beam_width,
-                    length_penalty,
-                    num_return,
-                    start_token_id,
-                    end_token_id,
-                )
-
-            return search
-
-        source = ops.convert_to_tensor(token_ids, dtype="int32")
-        return generation.run_compiled(self, key, make_fn, source)
-
-    def _beam_search(
-        self,
-        source,
-        max_new_tokens,
-        beam_width,
-        length_penalty,
-        num_return,
-        start_token_id,
-        end_token_id,
-    ):
-        batch_size = ops.shape(source)[0]
-        encoded, source_mask = self.encode(source)
-        encoded = generation.tile_beams(encoded, beam_width)
-        source_mask = generation.tile_beams(source_mask, beam_width)
-        cross_caches = self.cross_attention_caches(encoded)
-        self_caches = self.empty_self_attention_caches(
-            batch_size * beam_width, max_new_tokens
-        )
-
-        def step(previous, index, caches):
-            return self.decode_step(
-                previous, index, encoded, source_mask, caches, cross_caches
-            )
-
-        def reorder(caches, rows):
-            # Each (B*K, 2, N, M, H).
-            return tuple(ops.take(cache, rows, axis=0) for cache in caches)
-
-        return generation.beam_search(
-            step,
-            reorder,
-            self_caches,
-            batch_size,
-            max_new_tokens,
-            start_token_id,
-            end_token_id,
-            beam_width=beam_width,
-            length_penalty=length_penalty,
-            num_return=num_return,
-        )
-
-    def _check_generate_input(self, token_ids, max_new_tokens):
-        """Validate source ids; returns `max_new_tokens` or its default."""
-        from keras_seq.masks import check_token_ids
-
         check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
         if token_ids.shape[1] is not None and token_ids.shape[1] > self.max_length:
             raise ValueError(
                 f"`token_ids` has length {token_ids.shape[1]}; the model's "
                 f"max_length is {self.max_length}."
             )
-        if max_new_tokens is None:
-            max_new_tokens = self.max_length - 1
-        check_positive_int(max_new_tokens, "max_new_tokens")
+        max_new_tokens = resolve_max_new_tokens(max_new_tokens, self.max_length - 1)
         if not 0 < max_new_tokens < self.max_length:
             raise ValueError(
                 f"`max_new_tokens` must be in [1, {self.max_length - 1}] "
@@ -474,59 +314,25 @@ class Translator(TokenIdsModel):
             )
         return max_new_tokens
 
-    def _generate(self, source, sampler, max_new_tokens, start_token_id, end_token_id):
-        encoded, source_mask = self.encode(source)
-        cross_caches = self.cross_attention_caches(encoded)
-        batch_size = ops.shape(source)[0]
-        self_caches = self.empty_self_attention_caches(batch_size, max_new_tokens)
-        buffer, given = generation.start_buffer(
-            batch_size, max_new_tokens, start_token_id
-        )
+    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        # The encoder runs once; its output, mask and cross-attention keys
+        # and values stay fixed while the self-attention caches fill.
+        encoded, source_mask = self.encode(token_ids)
+        context = (encoded, source_mask, self.cross_attention_caches(encoded))
+        batch_size = ops.shape(token_ids)[0]
+        cache = self.empty_self_attention_caches(batch_size, max_new_tokens)
+        start = ops.full((batch_size, 1), start_token_id, dtype="int32")
+        return start, context, cache
 
-        def next_logits(buffer, caches, index):
-            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
-            logits, caches = self.decode_step(
-                previous, index - 1, encoded, source_mask, caches, cross_caches
-            )
-            return logits, None, caches
-
-        buffer = sampler(
-            next_logits,
-            buffer,
-            cache=self_caches,
-            index=1,
-            mask=given,
-            # Without an end token the loop runs `max_new_tokens` steps and
-            # skips the per-step check of the whole buffer.
-            stop_token_ids=None if end_token_id is None else [end_token_id],
-            model=self,  # on JAX, its weights are read through the loop
+    def _decoding_step(self, token_ids, index, context, cache):
+        encoded, source_mask, cross_caches = context
+        return self.decode_step(
+            token_ids, index, encoded, source_mask, cache, cross_caches
         )
-        if end_token_id is None:
-            return buffer[:, 1:]
-        return generation.zero_after_end(buffer[:, 1:], end_token_id)
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "source_vocabulary_size": self.source_vocabulary_size,
-            "target_vocabulary_size": self.target_vocabulary_size,
-            "num_encoder_layers": self.num_encoder_layers,
-            "num_decoder_layers": self.num_decoder_layers,
-            "model_dim": self.model_dim,
-            "num_heads": self.num_heads,
-            "key_dim": self.key_dim,
-            "value_dim": self.value_dim,
-            "ff_dim": self.ff_dim,
-            "dropout": self.dropout,
-            "max_length": self.max_length,
-            "positional": self.positional,
-            "norm_first": self.norm_first,
-            "tie_embeddings": self.tie_embeddings,
-            "attention_bias": self.attention_bias,
-            "scale_embeddings": self.scale_embeddings,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-        }
+        config = {"name": self.name, "trainable": self.trainable}
+        return {**config, **{name: getattr(self, name) for name in DEFAULTS}}
 
     @classmethod
     def from_config(cls, config):

@@ -21,7 +21,10 @@ Loading needs only TensorFlow and TensorFlow Text:
 import os
 
 import keras
+import numpy as np
+import tensorflow as tf
 
+from keras_seq.generation import GenerativeModel
 from keras_seq.text import END_ID, RESERVED_TOKENS, START_ID, detokenize_graph
 
 DEFAULT_VERSION = 1
@@ -37,8 +40,17 @@ def _require_tensorflow():
 
 
 def _check_model(model, builder, attributes):
-    """Refuse a model of another family before any graph is traced."""
+    """Refuse a model of another family before any graph is traced.
+
+    Args:
+        model: the model to export.
+        builder: the `zoo` builder whose models the export takes.
+        attributes: the hyperparameters that tell its family apart (the
+            translators and the language model all generate).
+    """
     missing = [name for name in attributes if not hasattr(model, name)]
+    if not isinstance(model, GenerativeModel):
+        missing.insert(0, "generate")
     if missing:
         raise TypeError(
             f"`model` must be a model of `zoo.{builder}`; received a "
@@ -86,8 +98,6 @@ def _version_dir(export_dir, version):
 
 def _track(archive, *resources):
     """Track models and tokenizers; a tokenizer is built by one call first."""
-    import tensorflow as tf
-
     for resource in resources:
         if not getattr(resource, "built", True):
             resource(tf.constant([""]))
@@ -96,8 +106,6 @@ def _track(archive, *resources):
 
 def _clean(sentences):
     """Replace invalid UTF-8 by U+FFFD so the tokenizer never fails."""
-    import tensorflow as tf
-
     return tf.strings.unicode_transcode(
         sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
@@ -105,8 +113,6 @@ def _clean(sentences):
 
 def _token_ids(tokenizer, sentences, max_length):
     """(B,) strings -> (B, S) int32 ids, 1 <= S <= max_length, 0-padded."""
-    import tensorflow as tf
-
     ids = tf.cast(tokenizer(_clean(sentences)), "int32")[:, :max_length]
     ids = ids.to_tensor(default_value=0)  # (B, S); S is 0 for blank batches
     width = tf.maximum(tf.shape(ids)[1], 1)
@@ -121,27 +127,19 @@ def _blank(ids):
     tokenizer but not in ASCII `strip`, and would get a made-up
     translation of an empty source.
     """
-    import tensorflow as tf
-
     return tf.reduce_all(tf.equal(ids, 0), axis=1)
 
 
 def _guard_empty_batch(sentences, compute, empty):
     """`compute()` unless the batch is empty, then `empty()`."""
-    import tensorflow as tf
-
     return tf.cond(tf.equal(tf.size(sentences), 0), empty, compute)
 
 
 def _string_spec(name):
-    import tensorflow as tf
-
     return [tf.TensorSpec([None], tf.string, name=name)]
 
 
 def _ids_spec(*names):
-    import tensorflow as tf
-
     return [tf.TensorSpec([None, None], tf.int32, name=name) for name in names]
 
 
@@ -170,26 +168,27 @@ def export_translator(
     Returns:
         The path of the version directory.
     """
-    import tensorflow as tf
-
     _require_tensorflow()
-    _check_model(model, "build_translator", ("_check_generate_input", "_beam_search"))
+    _check_model(
+        model,
+        "build_translator",
+        ("source_vocabulary_size", "target_vocabulary_size", "max_length"),
+    )
     _check_tokenizer(source_tokenizer, "source_tokenizer", model.source_vocabulary_size)
     _check_tokenizer(target_tokenizer, "target_tokenizer", model.target_vocabulary_size)
     path = _version_dir(export_dir, version)
-    max_new_tokens = model._check_generate_input(
-        tf.zeros((1, 1), "int32"), max_new_tokens
+    max_new_tokens = model.check_generate_input(
+        np.zeros((1, 1), "int32"), max_new_tokens
     )
     num_return = num_return or beam_width
     max_length = model.max_length
 
     def greedy(sentences):
         def compute():
-            from keras_seq import generation
-
             ids = _token_ids(source_tokenizer, sentences, max_length)
-            sampler = generation.make_sampler("greedy")
-            generated = model._generate(ids, sampler, max_new_tokens, START_ID, END_ID)
+            generated = model.generate(
+                ids, max_new_tokens, start_token_id=START_ID, end_token_id=END_ID
+            )
             text = detokenize_graph(target_tokenizer, generated)
             return tf.where(_blank(ids), "", text)
 
@@ -202,14 +201,14 @@ def export_translator(
     def beam(sentences):
         def compute():
             ids = _token_ids(source_tokenizer, sentences, max_length)
-            generated, scores = model._beam_search(
+            generated, scores = model.beam_search(
                 ids,
                 max_new_tokens,
-                beam_width,
-                length_penalty,
-                num_return,
-                START_ID,
-                END_ID,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                num_return=num_return,
+                start_token_id=START_ID,
+                end_token_id=END_ID,
             )
             flat = tf.reshape(generated, [-1, max_new_tokens])
             text = detokenize_graph(target_tokenizer, flat)
@@ -255,28 +254,24 @@ def export_language_model(
             prompt and continuation fit in `max_length`.
         `logits`: `token_ids` (B, T) int32 -> `logits` (B, T, V) float32.
     """
-    import tensorflow as tf
-
     _require_tensorflow()
-    _check_model(model, "build_language_model", ("_generate", "_check_prompt"))
-    config = model.get_config()
-    _check_tokenizer(tokenizer, "tokenizer", config["vocabulary_size"])
+    _check_model(model, "build_language_model", ("vocabulary_size", "max_length"))
+    _check_tokenizer(tokenizer, "tokenizer", model.vocabulary_size)
     path = _version_dir(export_dir, version)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
         raise ValueError(
             f"`max_new_tokens` must be an int; received {max_new_tokens!r}."
         )
-    prompt_length = config["max_length"] - max_new_tokens
+    # The served prompt is cut so that prompt and continuation fit.
+    prompt_length = model.max_length - max_new_tokens
     if max_new_tokens < 1 or prompt_length < 1:
         raise ValueError(
-            f"`max_new_tokens` must be in [1, {config['max_length'] - 1}] "
-            f"(below max_length={config['max_length']}); received {max_new_tokens}."
+            f"`max_new_tokens` must be in [1, {model.max_length - 1}] "
+            f"(below max_length={model.max_length}); received {max_new_tokens}."
         )
 
     def continue_prompts(prompts):
         def compute():
-            from keras_seq import generation
-
             # Prompts of one length: a blank prompt starts from [END], the
             # separator the model saw between texts; others are left-padded
             # with it to the longest prompt.
@@ -287,8 +282,7 @@ def export_language_model(
                 reversed_rows, [[0, 0], [0, missing]], constant_values=END_ID
             )
             prompt = tf.reverse(reversed_rows, axis=[1])
-            sampler = generation.make_sampler("greedy")
-            generated = model._generate(prompt, sampler, max_new_tokens, END_ID)
+            generated = model.generate(prompt, max_new_tokens, end_token_id=END_ID)
             return detokenize_graph(tokenizer, generated)
 
         return {
@@ -324,8 +318,6 @@ def export_classifier(
             `probabilities` (B, C) float32.
         `logits`: `token_ids` (B, T) int32 -> `logits` (B, C) float32.
     """
-    import tensorflow as tf
-
     _require_tensorflow()
     config = model.get_config()
     if "num_classes" not in config:

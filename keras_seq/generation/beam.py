@@ -38,8 +38,7 @@ def top_k_by_blocks(values, k, block_size=64):
     maxima, and the top k inside the k blocks they name: any of the k
     largest entries lies in one of the k blocks with the largest maxima.
     XLA on the CPU sorts the whole row for `top_k`; here the full row is
-    only read once by a max reduction (1.5 ms -> 0.7 ms per beam-search
-    step over 32 x 32,000 scores).
+    only read once, by a max reduction, and only k blocks are sorted.
     """
     size = values.shape[-1]
     if size < k:  # Fewer entries than asked for: the rest are -inf.

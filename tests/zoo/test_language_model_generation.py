@@ -41,7 +41,9 @@ def test_cached_steps_equal_full_recompute(model):
     prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
     expected, expected_logits = _full_recompute(model, prompt, 6)
     assert len(np.unique(expected)) > 2
-    caches = keras.ops.zeros((1, 2, 2, 2, 9, 8))  # (layers, B, 2, N, L, H)
+    caches = model.empty_self_attention_caches(2, 9)
+    assert isinstance(caches, tuple) and len(caches) == len(model.decoder_blocks)
+    assert tuple(caches[0].shape) == (2, 2, 2, 9, 8)  # (B, 2, N, L, H)
     tokens = np.concatenate([prompt, expected], 1)
     for index in range(8):
         logits, caches = model.decode_step(tokens[:, index : index + 1], index, caches)

@@ -1,0 +1,332 @@
+"""The one generative-model base: `generate` and `beam_search`, written once.
+
+A model that generates inherits `GenerativeModel` next to its `keras.Model`
+base and supplies three hooks; everything else (the keras-hub sampler
+loop, beam search, one compiled loop per decoding setting, stopping at the
+end token) lives here, so the translators and the language model decode
+the same way:
+
+- `check_generate_input(token_ids, max_new_tokens)`: refuse bad ids and
+  resolve `max_new_tokens` against the model's length limit, with
+  `resolve_max_new_tokens` for the one default.
+- `_start_decoding(token_ids, max_new_tokens, start_token_id)`: run what
+  runs once per input (an encoder) and return `(given, context, cache)`:
+  the (B, P) ids the output follows (the start token, or a prompt), the
+  `context` that stays constant while decoding (encoder outputs, their
+  mask, cross-attention caches) and the `cache` carried from step to step
+  (self-attention caches, a recurrent state). Beam search tiles both per
+  beam and reorders only the cache.
+- `_decoding_step(token_ids, index, context, cache)`: one position, from
+  the (B, 1) ids at `index` to the (B, V) logits of the next one and the
+  updated cache.
+
+Shape legend:
+    B: batch size
+    P: given ids (1: a start token; or a prompt's length)
+    M: max_new_tokens
+    K: beam width
+    V: vocabulary size
+"""
+
+import keras
+from keras import ops
+
+from keras_seq.generation.beam import beam_search as run_beam_search
+from keras_seq.generation.beam import tile_beams
+from keras_seq.generation.sampling import (
+    given_buffer,
+    make_sampler,
+    run_compiled,
+    zero_after_end,
+)
+from keras_seq.text import END_ID, START_ID
+from keras_seq.validation import check_positive_int
+
+# The default output length of a model without a length limit of its own.
+DEFAULT_MAX_NEW_TOKENS = 64
+
+
+def resolve_max_new_tokens(max_new_tokens, limit=None):
+    """`max_new_tokens` checked, or the one default when it is None.
+
+    The default is as many tokens as the model allows (`limit`), or
+    `DEFAULT_MAX_NEW_TOKENS` for a model without a limit.
+
+    Args:
+        max_new_tokens: a positive int, or None for the default.
+        limit: int or None, the most new tokens the model can produce for
+            the input at hand.
+
+    Returns:
+        An int. Whether it fits `limit` is the model's check, whose error
+        message names its own limit.
+    """
+    if max_new_tokens is None:
+        return DEFAULT_MAX_NEW_TOKENS if limit is None else limit
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    return max_new_tokens
+
+
+class GenerativeModel:
+    """A mixin giving a model `generate` and `beam_search` over its cache.
+
+    The model supplies `check_generate_input`, `_start_decoding` and
+    `_decoding_step` (see the module docstring); greedy decoding and
+    sampling run keras-hub's samplers, beam search runs
+    `keras_seq.generation.beam_search`, each as one compiled loop per
+    decoding setting and input shape (`run_compiled`).
+
+    Example:
+    >>> class Translator(GenerativeModel, keras.Model):
+    ...     def check_generate_input(self, token_ids, max_new_tokens=None): ...
+    ...     def _start_decoding(self, token_ids, max_new_tokens, start_id): ...
+    ...     def _decoding_step(self, token_ids, index, context, cache): ...
+    """
+
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        """Validate `token_ids`; return `max_new_tokens` or its default.
+
+        Args:
+            token_ids: the ids `generate` would receive.
+            max_new_tokens: a positive int, or None for the model's default
+                (`resolve_max_new_tokens`).
+
+        Returns:
+            The number of tokens to generate, an int.
+
+        Raises:
+            TypeError, ValueError: naming the argument that does not fit.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement `check_generate_input`."
+        )
+
+    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement `_start_decoding`."
+        )
+
+    def _decoding_step(self, token_ids, index, context, cache):
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement `_decoding_step`."
+        )
+
+    def generate(
+        self,
+        token_ids,
+        max_new_tokens=None,
+        strategy="greedy",
+        start_token_id=START_ID,
+        end_token_id=END_ID,
+        beam_width=4,
+        length_penalty=0.6,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
+    ):
+        """Generate ids with a compiled loop over the model's cache.
+
+        What runs once per input (an encoder) runs once; each new token
+        then costs one decoding step over the cache, not a rerun of the
+        decoder (Eq. 7.3 fed back step by step).
+
+        Args:
+            token_ids: (B, S) int ids: the source for a translator (0 =
+                padding), the prompt for a language model (B, P), P >= 1,
+                no padding, read through the same cached step as the new
+                tokens.
+            max_new_tokens: int, the longest output. None: as many as the
+                model allows (`max_length - 1` for the Transformer
+                translator, `max_length - P` for the language model), or
+                `DEFAULT_MAX_NEW_TOKENS` (64) for a model without a
+                length limit (the RNN translator).
+            strategy: `"greedy"`, `"sample"` (`temperature`, `top_k`,
+                `top_p`, `seed`) or `"beam"` (the best hypothesis of
+                `beam_search` with `beam_width` and `length_penalty`).
+            start_token_id: int, the id a translator's output starts from
+                (`keras_seq.text.START_ID`); a language model continues its
+                prompt and ignores it.
+            end_token_id: int, the id that ends an output
+                (`keras_seq.text.END_ID`); None decodes exactly
+                `max_new_tokens` tokens per row.
+            beam_width: int, the number of hypotheses beam search keeps.
+            length_penalty: float alpha of beam search's length penalty
+                `((5 + n) / 6) ** alpha`; 0 ranks by summed
+                log-probabilities.
+            temperature: float > 0, the logits are divided by it before
+                sampling.
+            top_k: int or None, sample among the k most likely tokens.
+            top_p: float in (0, 1] or None, sample among the fewest tokens
+                whose probabilities add up to p (with `top_k`, among at
+                most k of them).
+            seed: int or None, fixes the draws of `"sample"`; without it
+                every call draws afresh.
+
+        Returns:
+            (B, max_new_tokens) int32 ids; a row that produced the end
+            token holds it followed by zeros.
+
+        Example:
+        >>> ids = translator.generate(np.array([[5, 6, 7]], "int32"), 8)
+        >>> ids.shape
+        (1, 8)
+        """
+        max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        if strategy == "beam":
+            ids, _ = self.beam_search(
+                token_ids,
+                max_new_tokens,
+                beam_width,
+                length_penalty,
+                start_token_id=start_token_id,
+                end_token_id=end_token_id,
+            )
+            return ids[:, 0]
+        key = (strategy, max_new_tokens, start_token_id, end_token_id)
+        key += (temperature, top_k, top_p, seed)
+
+        def make_fn():
+            sampler = make_sampler(
+                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+            )
+
+            def sample(token_ids):
+                return self._sample(
+                    token_ids, sampler, max_new_tokens, start_token_id, end_token_id
+                )
+
+            return sample, sampler.variables
+
+        token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
+        return run_compiled(self, key, make_fn, token_ids)
+
+    def beam_search(
+        self,
+        token_ids,
+        max_new_tokens=None,
+        beam_width=4,
+        length_penalty=0.6,
+        num_return=1,
+        start_token_id=START_ID,
+        end_token_id=END_ID,
+    ):
+        """Beam search over the model's cache, returning n-best lists.
+
+        What runs once per input runs once, before the beams split: the
+        encoder, or the prompt but its last token through the cache. Its
+        context and cache are then tiled per beam, and the cache follows
+        its beam at every step (`keras_seq.generation.beam_search`).
+
+        Args:
+            token_ids: (B, S) int ids, as for `generate`.
+            max_new_tokens: int or None, as for `generate`.
+            beam_width: int K, the number of hypotheses kept per row.
+            length_penalty: float alpha; hypotheses are ranked by their
+                summed log-probabilities divided by `((5 + n) / 6) **
+                alpha` (Wu et al., 2016); 0 ranks by the sums.
+            num_return: int in [1, beam_width], hypotheses returned per row.
+            start_token_id: int, as for `generate`.
+            end_token_id: int, or None to decode exactly `max_new_tokens`
+                tokens, as for `generate`.
+
+        Returns:
+            `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids,
+            best first, each ending with its end token and zeros, and their
+            (B, num_return) length-normalised log-probabilities.
+        """
+        max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        check_positive_int(beam_width, "beam_width")
+        key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
+        key += (start_token_id, end_token_id)
+
+        def make_fn():
+            def search(token_ids):
+                return self._beam_search(
+                    token_ids,
+                    max_new_tokens,
+                    beam_width,
+                    length_penalty,
+                    num_return,
+                    start_token_id,
+                    end_token_id,
+                )
+
+            return search
+
+        token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
+        return run_compiled(self, key, make_fn, token_ids)
+
+    def _sample(self, token_ids, sampler, max_new_tokens, start_token_id, end_token_id):
+        """The sampler's loop: the given ids are kept, the rest chosen."""
+        given, context, cache = self._start_decoding(
+            token_ids, max_new_tokens, start_token_id
+        )
+        batch_size, given_length = ops.shape(given)
+        buffer, kept = given_buffer(given, max_new_tokens)
+
+        def next_logits(buffer, cache, index):
+            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
+            logits, cache = self._decoding_step(previous, index - 1, context, cache)
+            return logits, None, cache
+
+        buffer = sampler(
+            next_logits,
+            buffer,
+            cache=cache,
+            index=1,
+            mask=kept,
+            # Without an end token the loop runs `max_new_tokens` steps and
+            # skips the per-step check of the whole buffer.
+            stop_token_ids=None if end_token_id is None else [end_token_id],
+            model=self,  # on JAX, its weights are read through the loop
+        )
+        new = buffer[:, given_length:]  # (B, M)
+        if end_token_id is None:
+            return new
+        return zero_after_end(new, end_token_id)
+
+    def _beam_search(
+        self,
+        token_ids,
+        max_new_tokens,
+        beam_width,
+        length_penalty,
+        num_return,
+        start_token_id,
+        end_token_id,
+    ):
+        given, context, cache = self._start_decoding(
+            token_ids, max_new_tokens, start_token_id
+        )
+        batch_size, given_length = ops.shape(given)
+        # All given ids but the last go through the cache once, shared by
+        # the beams; the beams start from the last one.
+        for index in range(given_length - 1):
+            _, cache = self._decoding_step(
+                given[:, index : index + 1], index, context, cache
+            )
+        context, cache = keras.tree.map_structure(
+            lambda x: tile_beams(x, beam_width), (context, cache)
+        )
+
+        def step(previous, index, cache):
+            return self._decoding_step(
+                previous, index + given_length - 1, context, cache
+            )
+
+        def reorder(cache, rows):
+            return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)
+
+        return run_beam_search(
+            step,
+            reorder,
+            cache,
+            batch_size,
+            max_new_tokens,
+            given[:, -1],
+            end_token_id,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            num_return=num_return,
+        )

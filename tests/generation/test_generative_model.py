@@ -1,0 +1,99 @@
+"""`GenerativeModel`: one `generate` and one `beam_search` for every family.
+
+The decoding itself is tested per family against full teacher-forced
+passes (tests/zoo/test_*_generation.py); here, that the families share the
+one implementation, its defaults and its argument checks.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from keras_seq.generation import (
+    DEFAULT_MAX_NEW_TOKENS,
+    GenerativeModel,
+    resolve_max_new_tokens,
+)
+from keras_seq.text import END_ID, START_ID
+
+FAMILIES = (zoo.Translator, zoo.LanguageModel, zoo.RNNTranslator)
+BUILDERS = {
+    "translator": zoo.build_translator,
+    "language_model": zoo.build_language_model,
+    "rnn_translator": zoo.build_rnn_translator,
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda c: c.__name__)
+def test_the_families_share_one_generate_and_beam_search(family):
+    assert issubclass(family, GenerativeModel)
+    assert family.generate is GenerativeModel.generate
+    assert family.beam_search is GenerativeModel.beam_search
+
+
+def _defaults(function):
+    return {
+        name: parameter.default
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+
+
+def test_defaults_agree_and_come_from_the_text_constants():
+    generate = _defaults(GenerativeModel.generate)
+    beam = _defaults(GenerativeModel.beam_search)
+    assert generate["start_token_id"] == beam["start_token_id"] == START_ID
+    assert generate["end_token_id"] == beam["end_token_id"] == END_ID
+    assert generate["max_new_tokens"] is beam["max_new_tokens"] is None
+    for name in ("beam_width", "length_penalty"):
+        assert generate[name] == beam[name]
+
+
+def test_resolve_max_new_tokens():
+    assert resolve_max_new_tokens(None) == DEFAULT_MAX_NEW_TOKENS == 64
+    assert resolve_max_new_tokens(None, 31) == 31
+    assert resolve_max_new_tokens(5, 31) == 5
+    with pytest.raises(ValueError, match="`max_new_tokens` must be a positive"):
+        resolve_max_new_tokens(0)
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [("translator", 31), ("language_model", 29), ("rnn_translator", 64)],
+)
+def test_max_new_tokens_defaults_to_what_the_model_allows(name, expected):
+    model = BUILDERS[name]("tiny")  # max_length 32 for the Transformers
+    ids = np.array([[5, 6, 7]], "int32")
+    assert model.check_generate_input(ids) == expected
+    assert model.check_generate_input(ids, 4) == 4
+
+
+def test_generate_defaults_are_the_start_and_end_ids():
+    keras.utils.set_random_seed(2)
+    model = zoo.build_translator("tiny")
+    ids = np.array([[5, 6, 7, 0], [8, 9, 10, 11]], "int32")
+    default = keras.ops.convert_to_numpy(model.generate(ids))
+    assert default.shape == (2, 31)
+    explicit = model.generate(
+        ids, 31, start_token_id=START_ID, end_token_id=END_ID, strategy="greedy"
+    )
+    np.testing.assert_array_equal(default, keras.ops.convert_to_numpy(explicit))
+
+
+def test_the_language_model_ignores_the_start_token():
+    keras.utils.set_random_seed(2)
+    model = zoo.build_language_model("tiny")
+    prompt = np.array([[5, 6, 7]], "int32")
+    a = model.generate(prompt, 5, end_token_id=None)
+    b = model.generate(prompt, 5, start_token_id=9, end_token_id=None)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
+    )
+
+
+def test_a_model_without_its_hooks_names_them():
+    with pytest.raises(NotImplementedError, match="check_generate_input"):
+        GenerativeModel().generate(np.ones((1, 2), "int32"))
