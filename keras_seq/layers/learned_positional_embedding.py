@@ -77,7 +77,7 @@ class LearnedPositionalEmbedding(keras.layers.Layer):
     Example:
     >>> x = keras.ops.zeros((2, 5, 8))
     >>> positions = LearnedPositionalEmbedding(max_length=16)(x)
-    >>> positions.shape
+    >>> tuple(positions.shape)
     (2, 5, 8)
     >>> embedded = x + positions
 

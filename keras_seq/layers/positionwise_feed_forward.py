@@ -39,7 +39,7 @@ class PositionwiseFeedForward(keras.layers.Layer):
 
     Example:
     >>> ffn = PositionwiseFeedForward(ff_dim=32)
-    >>> ffn(keras.ops.ones((2, 3, 8))).shape
+    >>> tuple(ffn(keras.ops.ones((2, 3, 8))).shape)
     (2, 3, 8)
 
     References:

@@ -123,9 +123,9 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     Example:
     >>> layer = SinusoidalPositionalEncoding()
     >>> x = keras.ops.zeros((2, 5, 8))
-    >>> layer(x).shape
+    >>> tuple(layer(x).shape)
     (2, 5, 8)
-    >>> SinusoidalPositionalEncoding(mode="concat", output_dim=4)(x).shape
+    >>> tuple(SinusoidalPositionalEncoding(mode="concat", output_dim=4)(x).shape)
     (2, 5, 12)
 
     References:

@@ -77,7 +77,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     >>> layer = TokenAndPositionEmbedding(
     ...     vocabulary_size=100, max_length=16, embedding_dim=8
     ... )
-    >>> layer(keras.ops.array([[5, 7, 0]])).shape
+    >>> tuple(layer(keras.ops.array([[5, 7, 0]])).shape)
     (1, 3, 8)
 
     References:

@@ -66,7 +66,7 @@ class TransformerDecoderBlock(TransformerBlock):
     Example:
     >>> block = TransformerDecoderBlock(num_heads=2, ff_dim=16)
     >>> x, z = keras.ops.ones((2, 4, 8)), keras.ops.ones((2, 6, 8))
-    >>> block(x, z).shape
+    >>> tuple(block(x, z).shape)
     (2, 4, 8)
 
     References:
@@ -155,68 +155,50 @@ class TransformerDecoderBlock(TransformerBlock):
         decoder_sequence_mask=None,
         encoder_sequence_mask=None,
     ):
-        if decoder_padding_mask is None:
-            decoder_padding_mask = decoder_sequence_mask
-        if encoder_padding_mask is None:
-            encoder_padding_mask = encoder_sequence_mask
+        # Explicit padding masks override the implicit Keras masks.
+        padding = _first_given(decoder_padding_mask, decoder_sequence_mask)
+        source_padding = _first_given(encoder_padding_mask, encoder_sequence_mask)
         self._check_inputs(
             decoder_sequence,
             encoder_sequence,
-            decoder_padding_mask,
-            encoder_padding_mask,
+            padding,
+            source_padding,
             cross_attention_cache,
         )
-        caching = self_attention_cache is not None or (
-            cross_attention_cache is not None
+        self_cache, index = self_attention_cache, self_attention_cache_update_index
+        caching = self_cache is not None or cross_attention_cache is not None
+        cross_cache = self._cross_cache(
+            caching, cross_attention_cache, encoder_sequence
         )
         x = decoder_sequence
 
-        # Causal self attention.
+        # Causal self attention, Eq. (7.27), and Eq. (7.31).
         residual = x
         if self.norm_first:
             x = self._self_attention_norm(x)
-        attended = self._self_attention(
-            x,
-            x,
-            query_mask=decoder_padding_mask,
-            value_mask=decoder_padding_mask,
-            use_causal_mask=use_causal_mask,
-            cache=self_attention_cache,
-            cache_update_index=self_attention_cache_update_index,
-            training=training,
+        x, self_cache = self._attend_to_self(
+            x, padding, use_causal_mask, self_cache, index, training
         )
-        if self_attention_cache is not None:
-            x, self_attention_cache = attended
-        else:
-            x = attended
         x = self._self_attention_dropout(x, training=training)
         x = x + residual
         if not self.norm_first:
             x = self._self_attention_norm(x)
 
-        # Cross attention over the encoder output.
-        scores = None
+        # Cross attention over the encoder output, Eq. (7.33).
+        scores = None  # The cross-attention weights, for plots like Fig. 7.11.
         if self._cross_attention is not None:
-            if caching and cross_attention_cache is None:
-                cross_attention_cache = self.compute_cross_attention_cache(
-                    encoder_sequence
-                )
             residual = x
             if self.norm_first:
                 x = self._cross_attention_norm(x)
-            attended = self._cross_attention(
+            x, scores = self._attend_to_source(
                 x,
                 encoder_sequence,
-                query_mask=decoder_padding_mask,
-                value_mask=encoder_padding_mask,
-                cache=cross_attention_cache,
-                return_attention_scores=return_attention_scores,
-                training=training,
+                padding,
+                source_padding,
+                cross_cache,
+                return_attention_scores,
+                training,
             )
-            attended = attended if isinstance(attended, tuple) else (attended,)
-            x = attended[0]
-            if return_attention_scores:
-                scores = attended[1]
             x = self._cross_attention_dropout(x, training=training)
             x = x + residual
             if not self.norm_first:
@@ -234,7 +216,57 @@ class TransformerDecoderBlock(TransformerBlock):
 
         outputs = (x,)
         if caching:
-            outputs += (self_attention_cache, cross_attention_cache)
+            outputs += (self_cache, cross_cache)
         if return_attention_scores:
             outputs += (scores,)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _attend_to_self(self, x, padding_mask, causal, cache, index, training):
+        """Self attention of (B, T, D) `x`; returns it and the updated cache."""
+        attended = self._self_attention(
+            x,
+            x,
+            query_mask=padding_mask,
+            value_mask=padding_mask,
+            use_causal_mask=causal,
+            cache=cache,
+            cache_update_index=index,
+            training=training,
+        )
+        if cache is not None:
+            return attended  # (output, cache)
+        return attended, None
+
+    def _cross_cache(self, caching, cross_attention_cache, encoder_sequence):
+        """The cross-attention cache, computed from the source if missing."""
+        if not caching or self._cross_attention is None:
+            return cross_attention_cache
+        if cross_attention_cache is None:
+            return self.compute_cross_attention_cache(encoder_sequence)
+        return cross_attention_cache
+
+    def _attend_to_source(
+        self, x, source, query_mask, source_mask, cache, return_scores, training
+    ):
+        """Cross attention of (B, T, D) `x`; returns it and the weights or None.
+
+        The weights are asked for only when returned: asking for them takes
+        the attention off the fused path.
+        """
+        attended = self._cross_attention(
+            x,
+            source,
+            query_mask=query_mask,
+            value_mask=source_mask,
+            cache=cache,
+            return_attention_scores=return_scores,
+            training=training,
+        )
+        attended = attended if isinstance(attended, tuple) else (attended,)
+        scores = attended[1] if return_scores else None
+        return attended[0], scores
+
+
+def _first_given(*masks):
+    """The first of `masks` that is not None, or None."""
+    return next((mask for mask in masks if mask is not None), None)

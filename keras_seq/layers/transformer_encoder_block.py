@@ -43,7 +43,7 @@ class TransformerEncoderBlock(TransformerBlock):
 
     Example:
     >>> block = TransformerEncoderBlock(num_heads=2, ff_dim=16)
-    >>> block(keras.ops.ones((2, 5, 8))).shape
+    >>> tuple(block(keras.ops.ones((2, 5, 8))).shape)
     (2, 5, 8)
 
     References:
