@@ -5,18 +5,20 @@ expected and shows what was received, so that a bad hyperparameter fails
 when the object is made, not deep inside a traced graph.
 """
 
+import numbers
+
 import keras
 
 
 def check_positive_int(value, name, allow_none=False):
     """Raise unless `value` is an int > 0 (or None, when `allow_none`).
 
-    `bool` is refused although it is an `int` subclass: `True` as a width
-    is always a mistake.
+    NumPy integers count as integers; `bool` is refused although it is an
+    `int` subclass: `True` as a width is always a mistake.
     """
     if allow_none and value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         expected = "a positive integer or None" if allow_none else "a positive integer"
         raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
 
