@@ -257,7 +257,7 @@ def input_gradient(fn, x):
     """
     backend = keras.backend.backend()
     if backend == "tensorflow":
-        import tensorflow as tf
+        import tensorflow as tf  # Backend-specific: only with TensorFlow.
 
         x = tf.convert_to_tensor(x)
         with tf.GradientTape() as tape:
@@ -265,7 +265,7 @@ def input_gradient(fn, x):
             y = tf.reduce_sum(tf.cast(fn(x), "float32"))
         return np.asarray(tape.gradient(y, x)).astype("float32")
     if backend == "jax":
-        import jax
+        import jax  # Backend-specific: only with JAX.
         import jax.numpy as jnp
 
         grad = jax.grad(lambda v: jnp.sum(fn(v).astype("float32")))
