@@ -77,22 +77,6 @@ def _encoder_stack(config, token_ids):
     return embedding, x
 
 
-class _ConfigModel(TokenIdsModel):
-    """A functional model whose config is its builder arguments."""
-
-    def _store_config(self, config):
-        self._builder_config = dict(config)
-        for name, value in config.items():
-            setattr(self, name, value)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, **self._builder_config}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-
 @keras.saving.register_keras_serializable(package="zoo")
 class Classifier(TokenIdsModel):
     """Encoder blocks, masked mean pooling and a softmax classifier.

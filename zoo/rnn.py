@@ -41,32 +41,6 @@ _RECURRENT_LAYERS = {
 }
 
 
-def check_cell(cell, allowed=CELLS):
-    """Kept for `zoo.rnn_translator`; new code calls `check_choice`."""
-    check_choice(cell, "cell", allowed)
-
-
-def check_dropout(dropout):
-    """Kept for `zoo.rnn_translator`; new code calls `check_rate`."""
-    check_rate(dropout, "dropout")
-
-
-def split_config(config, defaults, family):
-    """Builder arguments with defaults filled in, and the base Model kwargs.
-
-    Kept for `zoo.rnn_translator` until it takes explicit arguments.
-    """
-    config = dict(config)
-    base = {key: config.pop(key) for key in ("name", "trainable") if key in config}
-    unknown = sorted(set(config) - set(defaults))
-    if unknown:
-        raise TypeError(
-            f"Unknown {family} arguments {unknown}; expected some of "
-            f"{sorted(defaults)}."
-        )
-    return {**defaults, **config}, base
-
-
 def recurrent_layer(cell, units, name, **kwargs):
     """A Keras SimpleRNN, LSTM or GRU layer; GRU keeps `reset_after=True`."""
     return _RECURRENT_LAYERS[cell](units, name=name, **kwargs)
