@@ -25,7 +25,7 @@ def check_positive_int(value, name, allow_none=False):
 
 def check_rate(value, name="dropout"):
     """Raise unless `value` is a real number in [0, 1), e.g. a dropout rate."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"`{name}` must be a float in [0, 1); received {value!r}.")
     if not 0.0 <= value < 1.0:
         raise ValueError(f"`{name}` must be in [0, 1); received {value!r}.")

@@ -11,7 +11,6 @@ import pytest
 from keras import ops
 
 import zoo
-from keras_seq.layers.attention_decoder import AttentionDecoder
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.testing import run_model_saving_test
 from zoo.rnn import ReverseTokens, reverse_real_tokens
@@ -482,21 +481,3 @@ def test_unknown_preset_and_argument():
         zoo.build_rnn_seq2seq("tiny", model_dim=3)
     with pytest.raises(TypeError, match="Unknown RNN language model arguments"):
         zoo.RNNLanguageModel(width=3)
-
-
-def test_attention_decoder_layer_errors_and_config():
-    with pytest.raises(ValueError, match="`cell`"):
-        AttentionDecoder(8, cell="simple")
-    with pytest.raises(ValueError, match="`score`"):
-        AttentionDecoder(8, score="cosine")
-    with pytest.raises(ValueError, match="`units`"):
-        AttentionDecoder(0)
-    layer = AttentionDecoder(8, cell="lstm", score="general", attention_units=4)
-    revived = AttentionDecoder.from_config(layer.get_config())
-    assert revived.get_config() == layer.get_config()
-    with pytest.raises(ValueError, match=r"`units` \(8\) must equal"):
-        AttentionDecoder(8, score="dot")(
-            np.zeros((2, 3, 4), "float32"),
-            np.zeros((2, 5, 6), "float32"),
-            np.zeros((2, 8), "float32"),
-        )
