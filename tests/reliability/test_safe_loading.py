@@ -94,6 +94,18 @@ LAYER_CASES = {
         layers.TransformerDecoderBlock(num_heads=2, ff_dim=16),
         {"decoder_sequence": _floats(2, 5, 8), "encoder_sequence": _floats(2, 6, 8)},
     ),
+    "MaskedMeanPooling": lambda: _wrap(layers.MaskedMeanPooling(), _floats(2, 5, 8)),
+    "AttentionDecoder": lambda: _wrap(
+        layers.AttentionDecoder(units=6, cell="lstm", score="general"),
+        {
+            "inputs": _floats(2, 5, 8),
+            "encoder_outputs": _floats(2, 6, 8),
+            "initial_state": _floats(2, 6),
+        },
+        call=lambda layer, x: layer(
+            x["inputs"], x["encoder_outputs"], [x["initial_state"]] * 2
+        ),
+    ),
 }
 
 
