@@ -371,7 +371,7 @@ def _allocator_note(results):
     if tuned == {True}:
         return (
             " Each process let glibc keep large freed blocks for reuse "
-            "(`zoo.recipes.runtime.tune_allocator`, as the `keras-seq` "
+            "(`zoo.recipes.allocator.tune_allocator`, as the `keras-seq` "
             "commands do), for every implementation in it."
         )
     return ""

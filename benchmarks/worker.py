@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import config as config_lib  # noqa: E402
 from benchmarks import decoding, peers_torch, serving, timing, training  # noqa: E402
-from zoo.recipes import runtime  # noqa: E402
+from zoo.recipes import allocator  # noqa: E402
 
 
 def _quiet():
@@ -162,7 +162,7 @@ def main(argv=None):
     _quiet()
     # As every `keras-seq` command does; process-wide, so every
     # implementation timed here, PyTorch's included, runs with it.
-    tuned = runtime.tune_allocator()
+    tuned = allocator.tune_allocator()
     result = run(args)
     result["allocator_tuned"] = tuned
     with open(args.output, "w", encoding="utf-8") as file:
