@@ -7,13 +7,41 @@ import keras
 from keras_seq.masks import check_token_ids
 
 
+def hyperparameters(model_cls):
+    """The names of `model_cls.__init__`'s arguments, in signature order.
+
+    Every zoo model stores each argument under its own name, so its config
+    is read off its signature: each hyperparameter is written once.
+    """
+    parameters = inspect.signature(model_cls.__init__).parameters.values()
+    return tuple(
+        parameter.name
+        for parameter in parameters
+        if parameter.name != "self"
+        and parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    )
+
+
 class TokenIdsModel(keras.Model):
     """A functional model whose every input is a batch of token ids.
 
     Keras converts the inputs of a functional model to the dtype of its
     `keras.Input`s, which would truncate float ids (5.7 becomes 5) without a
     word; `call` refuses them first, naming the input.
+
+    Its config is its constructor's arguments (`hyperparameters`), each
+    stored by the subclass under its own name, plus `name` and `trainable`.
     """
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        for name in hyperparameters(type(self)):
+            config[name] = getattr(self, name)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         if isinstance(inputs, dict):

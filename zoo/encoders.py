@@ -23,25 +23,9 @@ from zoo.common import (
     TokenIdsModel,
     check_model_kwargs,
     final_norm,
+    hyperparameters,
     init_defaults,
     resolve_config,
-)
-
-# The hyperparameters both encoder models share, in `get_config` order.
-ENCODER_ARGUMENTS = (
-    "vocabulary_size",
-    "num_layers",
-    "model_dim",
-    "num_heads",
-    "key_dim",
-    "value_dim",
-    "ff_dim",
-    "dropout",
-    "max_length",
-    "positional",
-    "norm_first",
-    "attention_bias",
-    "layer_norm_epsilon",
 )
 
 
@@ -130,7 +114,7 @@ class Classifier(TokenIdsModel):
     ):
         check_model_kwargs(kwargs, Classifier, "classifier")
         arguments = locals()
-        config = {name: arguments[name] for name in ENCODER_ARGUMENTS}
+        config = {name: arguments[name] for name in hyperparameters(Classifier)}
         check_positive_int(num_classes, "num_classes")
 
         # Functional graph.
@@ -144,19 +128,6 @@ class Classifier(TokenIdsModel):
         # Config.
         for name, value in config.items():
             setattr(self, name, value)
-        self.num_classes = num_classes
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            **{name: getattr(self, name) for name in ENCODER_ARGUMENTS},
-            "num_classes": self.num_classes,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -216,7 +187,9 @@ class MaskedLanguageModel(TokenIdsModel):
     ):
         check_model_kwargs(kwargs, MaskedLanguageModel, "masked language model")
         arguments = locals()
-        config = {name: arguments[name] for name in ENCODER_ARGUMENTS}
+        config = {
+            name: arguments[name] for name in hyperparameters(MaskedLanguageModel)
+        }
 
         # Functional graph. The head stays two plain layers of this graph:
         # Keras stores a functional model's weights under paths made from
@@ -250,17 +223,6 @@ class MaskedLanguageModel(TokenIdsModel):
         encoded = self.encoder(token_ids, training=False)
         pooled = self.pooling(encoded, mask=ops.not_equal(token_ids, 0))
         return pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-9)
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            **{name: getattr(self, name) for name in ENCODER_ARGUMENTS},
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 def build_classifier(preset=None, **overrides):

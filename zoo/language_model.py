@@ -21,24 +21,13 @@ from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
-from zoo.common import TokenIdsModel, final_norm, resolve_config
-
-DEFAULTS = {
-    "vocabulary_size": 8000,
-    "num_layers": 2,
-    "model_dim": 128,
-    "num_heads": 4,
-    "key_dim": None,
-    "value_dim": None,
-    "ff_dim": 512,
-    "dropout": 0.1,
-    "max_length": 128,
-    "positional": "learned",
-    "norm_first": True,
-    "tie_embeddings": True,
-    "attention_bias": True,
-    "layer_norm_epsilon": 1e-5,
-}
+from zoo.common import (
+    TokenIdsModel,
+    final_norm,
+    hyperparameters,
+    init_defaults,
+    resolve_config,
+)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -91,7 +80,8 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        config = {name: value for name, value in locals().items() if name in DEFAULTS}
+        arguments = locals()
+        config = {name: arguments[name] for name in hyperparameters(LanguageModel)}
         for name in ("vocabulary_size", "num_layers", "model_dim"):
             check_positive_int(config[name], name)
 
@@ -143,14 +133,6 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         self.decoder_blocks = blocks
         self.decoder_norm = norm
         self.output_dense = output_dense
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable}
-        return {**config, **{name: getattr(self, name) for name in DEFAULTS}}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
     # Generation: the same layers on a second path, over caches.
 
@@ -245,7 +227,7 @@ def build_language_model(preset=None, **overrides):
     'token_ids'
     """
     config = resolve_config(
-        DEFAULTS,
+        init_defaults(LanguageModel),
         presets_lib.LANGUAGE_MODEL_PRESETS,
         preset,
         overrides,

@@ -29,6 +29,7 @@ from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
     check_model_kwargs,
+    hyperparameters,
     init_defaults,
     resolve_config,
 )
@@ -117,18 +118,6 @@ class LogitsDense(keras.layers.Dense):
 
     def compute_mask(self, inputs, mask=None):
         return None
-
-
-# The hyperparameters, in `get_config` order.
-LANGUAGE_MODEL_ARGUMENTS = (
-    "vocabulary_size",
-    "cell",
-    "units",
-    "num_layers",
-    "embedding_dim",
-    "dropout",
-    "bidirectional",
-)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -236,31 +225,6 @@ class RNNLanguageModel(TokenIdsModel):
         """Whether the logits at t depend only on tokens up to t."""
         return not self.bidirectional
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            **{name: getattr(self, name) for name in LANGUAGE_MODEL_ARGUMENTS},
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-
-# The hyperparameters, in `get_config` order.
-SEQ2SEQ_ARGUMENTS = (
-    "source_vocabulary_size",
-    "target_vocabulary_size",
-    "cell",
-    "units",
-    "embedding_dim",
-    "num_layers",
-    "dropout",
-    "feed_context",
-    "reverse_source",
-)
-
 
 def _run_encoder(layers, x):
     """Stacked encoder; returns the final state list of every layer."""
@@ -366,7 +330,7 @@ class RNNSeq2Seq(TokenIdsModel):
     ):
         check_model_kwargs(kwargs, RNNSeq2Seq, "RNN seq2seq")
         arguments = locals()
-        config = {name: arguments[name] for name in SEQ2SEQ_ARGUMENTS}
+        config = {name: arguments[name] for name in hyperparameters(RNNSeq2Seq)}
         for key in (
             "source_vocabulary_size",
             "target_vocabulary_size",
@@ -390,17 +354,6 @@ class RNNSeq2Seq(TokenIdsModel):
             setattr(self, name, value)
         for name, layer in layers.items():
             setattr(self, name, layer)
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            **{name: getattr(self, name) for name in SEQ2SEQ_ARGUMENTS},
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
     @staticmethod
     def _make_layers(config):

@@ -19,19 +19,13 @@ from keras_seq.layers.score_attention import SCORES
 from keras_seq.masks import PADDING_ID, check_token_ids
 from keras_seq.validation import check_choice, check_positive_int, check_rate
 from zoo import presets as presets_lib
-from zoo.common import TokenIdsModel, resolve_config
+from zoo.common import (
+    TokenIdsModel,
+    hyperparameters,
+    init_defaults,
+    resolve_config,
+)
 from zoo.rnn import LogitsDense, recurrent_layer
-
-TRANSLATOR_DEFAULTS = {
-    "source_vocabulary_size": 8000,
-    "target_vocabulary_size": 8000,
-    "cell": "gru",
-    "units": 256,
-    "encoder_units": 128,
-    "embedding_dim": 128,
-    "score": "additive",
-    "dropout": 0.2,
-}
 
 
 def _check_config(config):
@@ -164,11 +158,8 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
         dropout=0.2,
         **kwargs,
     ):
-        config = {
-            name: value
-            for name, value in locals().items()
-            if name in TRANSLATOR_DEFAULTS
-        }
+        arguments = locals()
+        config = {name: arguments[name] for name in hyperparameters(RNNTranslator)}
         _check_config(config)
         layers = _make_layers(config)
 
@@ -191,14 +182,6 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
         # Config and handles for generation.
         for name, value in {**config, **layers}.items():
             setattr(self, name, value)
-
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable}
-        return {**config, **{name: getattr(self, name) for name in TRANSLATOR_DEFAULTS}}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
     def encode(self, encoder_token_ids, training=False):
         """Run the encoder once per source.
@@ -315,7 +298,7 @@ def build_rnn_translator(preset=None, **overrides):
         An `RNNTranslator`, a functional `keras.Model`.
     """
     config = resolve_config(
-        TRANSLATOR_DEFAULTS,
+        init_defaults(RNNTranslator),
         presets_lib.RNN_TRANSLATOR_PRESETS,
         preset,
         overrides,

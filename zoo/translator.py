@@ -28,28 +28,10 @@ from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
     final_norm,
+    hyperparameters,
+    init_defaults,
     resolve_config,
 )
-
-DEFAULTS = {
-    "source_vocabulary_size": 8000,
-    "target_vocabulary_size": 8000,
-    "num_encoder_layers": 2,
-    "num_decoder_layers": 2,
-    "model_dim": 128,
-    "num_heads": 4,
-    "key_dim": None,
-    "value_dim": None,
-    "ff_dim": 512,
-    "dropout": 0.1,
-    "max_length": 64,
-    "positional": "sinusoidal",
-    "norm_first": False,
-    "tie_embeddings": False,
-    "attention_bias": True,
-    "scale_embeddings": True,
-    "layer_norm_epsilon": 1e-5,
-}
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -93,13 +75,13 @@ class Translator(GenerativeModel, TokenIdsModel):
 
     def __init__(
         self,
-        source_vocabulary_size,
-        target_vocabulary_size,
-        num_encoder_layers,
-        num_decoder_layers,
-        model_dim,
-        num_heads,
-        ff_dim,
+        source_vocabulary_size=8000,
+        target_vocabulary_size=8000,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        model_dim=128,
+        num_heads=4,
+        ff_dim=512,
         key_dim=None,
         value_dim=None,
         dropout=0.1,
@@ -112,7 +94,8 @@ class Translator(GenerativeModel, TokenIdsModel):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        config = {name: value for name, value in locals().items() if name in DEFAULTS}
+        arguments = locals()
+        config = {name: arguments[name] for name in hyperparameters(Translator)}
         for name in (
             "source_vocabulary_size",
             "target_vocabulary_size",
@@ -330,14 +313,6 @@ class Translator(GenerativeModel, TokenIdsModel):
             token_ids, index, encoded, source_mask, cache, cross_caches
         )
 
-    def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable}
-        return {**config, **{name: getattr(self, name) for name in DEFAULTS}}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
 
 def build_translator(preset=None, **overrides):
     """Build an encoder-decoder Transformer translator.
@@ -358,7 +333,11 @@ def build_translator(preset=None, **overrides):
     ['decoder_token_ids', 'encoder_token_ids']
     """
     config = resolve_config(
-        DEFAULTS, presets_lib.TRANSLATOR_PRESETS, preset, overrides, "translator"
+        init_defaults(Translator),
+        presets_lib.TRANSLATOR_PRESETS,
+        preset,
+        overrides,
+        "translator",
     )
     if "vocabulary_size" in config:
         size = config.pop("vocabulary_size")
