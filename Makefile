@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml scripts/setup.sh scripts/install_corpora.sh
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/keras-seq demo
+	$(BIN)/keras-seq demo --overwrite
 
 lint: setup
 	$(BIN)/ruff check .

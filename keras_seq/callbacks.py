@@ -254,8 +254,15 @@ class ShuffleEpoch(keras.callbacks.Callback):
         self.epoch.assign(epoch)
 
 
-def _finished_epochs(backup_dir):
-    """Epochs a previous, interrupted run finished, from its backup."""
+def finished_epochs(backup_dir):
+    """Epochs a previous, interrupted run finished, from its backup.
+
+    Args:
+        backup_dir: str, the directory of `keras.callbacks.BackupAndRestore`.
+
+    Returns:
+        int, 0 when there is no backup.
+    """
     path = os.path.join(backup_dir, "training_metadata.json")
     if not os.path.exists(path):
         return 0
@@ -316,7 +323,7 @@ def checkpoint_callbacks(output_dir, monitor="val_loss"):
     backup_dir = os.path.join(output_dir, "backup")
     history = os.path.join(output_dir, "history.csv")
     mode = "max" if "acc" in monitor or "bleu" in monitor else "min"
-    finished = _finished_epochs(backup_dir)
+    finished = finished_epochs(backup_dir)
     best = _resume_history(history, finished, monitor, mode) if finished else None
     return [
         keras.callbacks.CSVLogger(history, append=finished > 0),

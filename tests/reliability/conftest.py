@@ -43,7 +43,7 @@ def run_cli(*args, cwd=None, timeout=240):
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
     result = subprocess.run(
-        [sys.executable, "-m", "zoo.cli", *map(str, args)],
+        [sys.executable, "-m", "keras_seq_cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -5,6 +5,8 @@ not installed are `UsageError`s, whose messages name the fix.
 """
 
 import os
+import sys
+import warnings
 
 from keras_seq.data import (
     CorpusNotFoundError,
@@ -34,6 +36,37 @@ def check_file(path):
     """
     if not os.path.isfile(path):
         raise UsageError(f"--data {path}: no such file.")
+
+
+def read_pairs(path, layout):
+    """The pairs of a tab-separated `--data` file, split by line number.
+
+    Malformed lines are skipped with a one-line note; a file with fewer
+    than 3 pairs (one each for training, validation and test) is refused.
+
+    Args:
+        path: str, the file.
+        layout: str, what a line holds, for the messages.
+
+    Returns:
+        A `TranslationCorpus` of str pairs.
+    """
+    check_file(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with reported_as_usage(*_READ_ERRORS):
+            pairs = load_tsv_pairs(path)
+    # `load_tsv_pairs` names the file and the lines it skipped.
+    skipped = [str(w.message) for w in caught if str(w.message).startswith(path)]
+    if len(pairs) < 3:
+        reason = f" ({skipped[0][len(path) + 2 :]})" if skipped else ""
+        raise UsageError(
+            f"--data {path}: {len(pairs)} `{layout}` lines{reason}; expected at "
+            "least 3, one each for the training, validation and test splits."
+        )
+    for message in skipped:
+        print(f"keras-seq: note: --data {message}", file=sys.stderr, flush=True)
+    return split_pairs(pairs)
 
 
 def trans_de_en(path=None, **options):
@@ -67,9 +100,7 @@ def translation_corpus(data, variants=False):
         return trans_de_en(include_variants=variants)
     if is_trans_de_en(data):
         return trans_de_en(data, include_variants=variants)
-    check_file(data)
-    with reported_as_usage(*_READ_ERRORS):
-        return split_pairs(load_tsv_pairs(data))
+    return read_pairs(data, "source<TAB>target")
 
 
 def sentiment_corpus(data):
@@ -85,13 +116,20 @@ def sentiment_corpus(data):
     with reported_as_usage(*_READ_ERRORS):
         if data in ("movie-reviews", None):
             return load_movie_review_snippets()
-        check_file(data)
-        corpus = split_pairs(load_tsv_pairs(data))
-    labels = sorted({label for _, label in corpus.train})
+    corpus = read_pairs(data, "text<TAB>label")
+    splits = (corpus.train, corpus.validation, corpus.test)
+    labels = sorted({label for split in splits for _, label in split})
     if not all(label.isdigit() for label in labels):
         raise UsageError(
             f"--data {data}: the second column must hold class ids 0, 1, ...; "
             f"received {labels[:5]}."
+        )
+    classes = sorted({int(label) for label in labels})
+    if classes != list(range(len(classes))) or len(classes) < 2:
+        # Labels {0, 5} would make a 6-class model, 4 of them never seen.
+        raise UsageError(
+            f"--data {data}: the labels must be the class ids 0 to K-1 (K >= 2), "
+            f"each used at least once; received {classes[:10]}."
         )
 
     def ints(pairs):

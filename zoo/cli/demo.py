@@ -14,9 +14,9 @@ import random
 import numpy as np
 
 from keras_seq.text import END_ID, START_ID
-from zoo.cli import corpora, serving, train
+from zoo.cli import corpora, run_dirs, serving, train
 from zoo.cli.errors import check_at_least
-from zoo.cli.families import FAMILIES
+from zoo.cli.families import FAMILIES, bleu_scores
 from zoo.recipes import model_dir, plots, translation
 
 
@@ -25,13 +25,16 @@ def add_parser(commands):
     parser = commands.add_parser(
         "demo", help="train the small German->English translator and report BLEU"
     )
-    parser.add_argument("--output-dir", default="runs/demo")
-    parser.add_argument("--preset", default="small")
-    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--output-dir", default="runs/demo", help="the model directory")
+    train.add_overwrite_argument(parser)
+    parser.add_argument(
+        "--preset", default="small", help="see `keras-seq presets translator`"
+    )
+    parser.add_argument("--epochs", type=int, default=60, help="the most epochs")
     parser.add_argument(
         "--minutes", type=float, default=15.0, help="training time budget"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="of every random draw")
     parser.add_argument(
         "--beam-width", type=int, default=4, help="beams for the test translations"
     )
@@ -65,6 +68,13 @@ def add_parser(commands):
     parser.set_defaults(run=run)
 
 
+# What makes two demo runs the same run (see `train.settings`).
+SETTINGS = (
+    "corpus", "preset", "seed", "train_pairs", "average_epochs", "phrases",
+    "variants",
+)  # fmt: skip
+
+
 def run(args):
     """Runs the demo: train, score, plot, save, export and serve.
 
@@ -74,8 +84,11 @@ def run(args):
     train.check_common(args, FAMILIES["translator"].presets)
     check_at_least(args.train_pairs, "--train-pairs")
     check_at_least(args.beam_width, "--beam-width")
-    os.makedirs(args.output_dir, exist_ok=True)
     corpus = _corpus(args)
+    resumed = run_dirs.claim(
+        args.output_dir, train.settings(args, SETTINGS), args.overwrite
+    )
+    train.announce_resume(args.output_dir, resumed, args.epochs)
     result = translation.train_translator(
         corpus,
         args.output_dir,
@@ -88,6 +101,7 @@ def run(args):
     )
     model = result["model"]
     tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
+    print(f"translating the {len(corpus.test):,} test sentences...", flush=True)
     greedy = translation.evaluate_translator(model, *tokenizers, corpus.test)
     scores = translation.evaluate_translator(
         model, *tokenizers, corpus.test, strategy="beam", beam_width=args.beam_width
@@ -99,7 +113,11 @@ def run(args):
         args.output_dir,
         "translator",
         model,
-        {"data": args.corpus, **{k: metrics[k] for k in ("bleu", "bleu_cased")}},
+        {
+            "data": args.corpus,
+            **bleu_scores(scores, args.beam_width),
+            **bleu_scores(greedy, 1),
+        },
     )
     picks = _report(args, metrics, corpus, scores)
     _serve_samples(args, result, corpus, picks, greedy)
@@ -200,14 +218,14 @@ def _serve_samples(args, result, corpus, picks, greedy):
     export_root = os.path.join(args.output_dir, "saved_model")
     existing = os.listdir(export_root) if os.path.isdir(export_root) else []
     version = 1 + max([int(v) for v in existing if v.isdigit()], default=0)
-    loaded = {
-        "model": result["model"],
-        "tokenizers": {
-            "source": result["source_tokenizer"],
-            "target": result["target_tokenizer"],
-        },
-    }
-    path = FAMILIES["translator"].export(loaded, export_root, version)
+    trained = model_dir.TrainedModel(
+        args.output_dir,
+        "translator",
+        result["model"],
+        {},
+        {"source": result["source_tokenizer"], "target": result["target_tokenizer"]},
+    )
+    path = FAMILIES["translator"].export(trained, export_root, version)
     served = serving.serve(path, [corpus.test[i][0] for i in picks])
     # `serving_default` decodes greedily: compare with the greedy outputs.
     same = sum(a == greedy["hypotheses"][i] for a, i in zip(served, picks))

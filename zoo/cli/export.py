@@ -1,19 +1,29 @@
 """`keras-seq export`: a trained model directory as a SavedModel for TF
 Serving."""
 
-from zoo.cli.errors import UsageError, reported_as_usage
+from zoo.cli.errors import UsageError, check_at_least, reported_as_usage
 from zoo.cli.families import FAMILIES
 from zoo.cli.loading import load_model_dir
+from zoo.cli.run_dirs import check_writable
+
+SERVED = tuple(name for name, family in FAMILIES.items() if family.export)
 
 
 def add_parser(commands):
     """Adds `export` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(
-        "export", help="export a trained model as a SavedModel (TF Serving layout)"
+        "export",
+        help=f"export a trained model as a SavedModel ({', '.join(SERVED)})",
     )
-    parser.add_argument("--model-dir", required=True)
-    parser.add_argument("--export-dir", required=True)
-    parser.add_argument("--version", type=int, default=1)
+    parser.add_argument(
+        "--model-dir", required=True, help="a directory of `keras-seq train`"
+    )
+    parser.add_argument(
+        "--export-dir", required=True, help="the base of the numbered versions"
+    )
+    parser.add_argument(
+        "--version", type=int, default=1, help="the version directory to write"
+    )
     parser.set_defaults(run=run)
 
 
@@ -23,16 +33,20 @@ def run(args):
     Returns:
         0, the exit status.
     """
-    loaded = load_model_dir(args.model_dir)
-    family = loaded["family"]
-    export = FAMILIES[family].export
+    check_at_least(args.version, "--version")
+    check_writable(args.export_dir, "--export-dir")
+    trained = load_model_dir(args.model_dir)
+    export = FAMILIES[trained.family].export
     if export is None:
         raise UsageError(
-            f"`export` serves translator, classifier and language-model "
-            f"directories; {args.model_dir} holds a {family}."
+            f"`export` serves {', '.join(SERVED)} directories; "
+            f"--model-dir {args.model_dir} holds a {trained.family}."
         )
-    # The export refuses a version already written or a bad `--version`.
+    # The export refuses a version already written.
     with reported_as_usage(ValueError):
-        path = export(loaded, args.export_dir, args.version)
-    print(f"exported {family} to {path}")
+        try:
+            path = export(trained, args.export_dir, args.version)
+        except ValueError as error:
+            raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
+    print(f"exported {trained.family} to {path}")
     return 0

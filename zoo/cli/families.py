@@ -11,13 +11,11 @@ import functools
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 import zoo
 from keras_seq import text
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from zoo.cli import corpora
-from zoo.recipes import tasks, translation
+from zoo.recipes import model_dir, tasks, translation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,16 +43,19 @@ class Family:
 
     Attributes:
         presets: the builder's presets, by name.
-        train: `(args, output_dir, common) -> Trained`; `common` holds the
-            recipe arguments every family takes.
-        evaluate: `(loaded, data) -> dict` of test figures, where `loaded`
-            is `model_dir.load_model_dir`'s dict and `data` the corpus.
-        export: `(loaded, export_dir, version) -> path`, or None where the
+        corpus: `(args) -> corpus`, the data `--data` names, read and
+            checked before anything is written.
+        train: `(args, corpus, output_dir, common) -> Trained`; `common`
+            holds the recipe arguments every family takes.
+        evaluate: `(trained, data, args) -> dict` of test figures, where
+            `trained` is a `model_dir.TrainedModel` and `data` the corpus.
+        export: `(trained, export_dir, version) -> path`, or None where the
             family has no serving signature.
         translates: bool, whether `translate` takes the family.
     """
 
     presets: dict
+    corpus: Callable
     train: Callable
     evaluate: Callable
     export: Callable | None = None
@@ -72,8 +73,35 @@ def _exporter():
     return export
 
 
-def _train_translator(args, output_dir, common, family):
-    corpus = corpora.translation_corpus(args.data, variants=args.variants)
+def bleu_scores(scores, beam_width):
+    """`evaluate_translator`'s BLEU under keys that name the decoding.
+
+    Returns:
+        `{"bleu_beam4": ..., "bleu_beam4_cased": ...}` for 4 beams,
+        `{"bleu_greedy": ..., "bleu_greedy_cased": ...}` for 1.
+    """
+    name = "bleu_greedy" if beam_width == 1 else f"bleu_beam{beam_width}"
+    return {name: scores["bleu"], f"{name}_cased": scores["bleu_cased"]}
+
+
+def score_translator(model, tokenizers, pairs, beam_width):
+    """Test BLEU of a translator, decoding with `beam_width` beams.
+
+    Returns:
+        The dict of `bleu_scores`.
+    """
+    how = "greedily" if beam_width == 1 else f"with {beam_width} beams"
+    print(f"translating the {len(pairs):,} test sentences {how}...", flush=True)
+    options = {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
+    scores = translation.evaluate_translator(model, *tokenizers, pairs, **options)
+    return bleu_scores(scores, beam_width)
+
+
+def _translation_corpus(args):
+    return corpora.translation_corpus(args.data, variants=args.variants)
+
+
+def _train_translator(args, corpus, output_dir, common, family):
     result = translation.train_translator(
         corpus,
         output_dir,
@@ -81,39 +109,28 @@ def _train_translator(args, output_dir, common, family):
         average_last_epochs=args.average_epochs,
         **common,
     )
-    scores = translation.evaluate_translator(
-        result["model"],
-        result["source_tokenizer"],
-        result["target_tokenizer"],
-        corpus.test,
-    )
+    tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
+    scores = score_translator(result["model"], tokenizers, corpus.test, args.beam_width)
+    bleu, cased = scores.values()
+    how = "greedy" if args.beam_width == 1 else f"{args.beam_width} beams"
     return Trained(
         result,
-        metrics={
-            "bleu": scores["bleu"],
-            "bleu_cased": scores["bleu_cased"],
-            "train_minutes": result["train_minutes"],
-        },
+        metrics={**scores, "train_minutes": result["train_minutes"]},
         run={},
-        summary=f"test BLEU {scores['bleu']:.2f} (cased {scores['bleu_cased']:.2f})",
+        summary=f"test BLEU {bleu:.2f} (cased {cased:.2f}), {how}",
     )
 
 
-def _evaluate_translator(loaded, data):
-    tokenizers = loaded["tokenizers"]
-    scores = translation.evaluate_translator(
-        loaded["model"],
-        tokenizers["source"],
-        tokenizers["target"],
-        corpora.translation_corpus(data).test,
-    )
-    return {"bleu": scores["bleu"], "bleu_cased": scores["bleu_cased"]}
+def _evaluate_translator(trained, data, args):
+    tokenizers = (trained.tokenizers["source"], trained.tokenizers["target"])
+    pairs = corpora.translation_corpus(data).test
+    return score_translator(trained.model, tokenizers, pairs, args.beam_width)
 
 
-def _export_translator(loaded, export_dir, version):
-    tokenizers = loaded["tokenizers"]
+def _export_translator(trained, export_dir, version):
+    tokenizers = trained.tokenizers
     return _exporter().export_translator(
-        loaded["model"],
+        trained.model,
         tokenizers["source"],
         tokenizers["target"],
         export_dir,
@@ -121,8 +138,7 @@ def _export_translator(loaded, export_dir, version):
     )
 
 
-def _train_classifier(args, output_dir, common):
-    corpus = corpora.sentiment_corpus(args.data)
+def _train_classifier(args, corpus, output_dir, common):
     result = tasks.train_classifier(corpus, output_dir, **common)
     return Trained(
         result,
@@ -132,36 +148,35 @@ def _train_classifier(args, output_dir, common):
     )
 
 
-def _evaluate_classifier(loaded, data):
+def _evaluate_classifier(trained, data, args):
     corpus = corpora.sentiment_corpus(data)
-    model = loaded["model"]
-    probabilities = tasks.classify_texts(
-        model,
-        loaded["tokenizers"]["text"],
-        [t for t, _ in corpus.test],
-        loaded["run"].get("max_length", model.get_config()["max_length"]),
-    )
+    print(f"classifying the {len(corpus.test):,} test texts...", flush=True)
+    probabilities = trained.classify([t for t, _ in corpus.test])
     labels = [label for _, label in corpus.test]
     return {"test_accuracy": float((probabilities.argmax(-1) == labels).mean())}
 
 
-def _export_classifier(loaded, export_dir, version):
+def _export_classifier(trained, export_dir, version):
     return _exporter().export_classifier(
-        loaded["model"],
-        loaded["tokenizers"]["text"],
+        trained.model,
+        trained.tokenizers["text"],
         export_dir,
         version=version,
-        max_length=loaded["run"].get("max_length"),
+        max_length=trained.run.get("max_length"),
     )
 
 
-def _train_language_model(args, output_dir, common):
-    corpus = corpora.text_corpus(args.data)
+def _train_language_model(args, corpus, output_dir, common):
     result = tasks.train_language_model(corpus, output_dir, **common)
     prompt = " ".join(corpus.validation[0].split()[:4])
-    sample = language_model_sample(
-        result["model"], result["tokenizer"], prompt, args.seed
+    trained = model_dir.TrainedModel(
+        output_dir,
+        "language-model",
+        result["model"],
+        {},
+        {"text": result["tokenizer"]},
     )
+    sample = trained.generate(prompt, seed=args.seed)
     return Trained(
         result,
         metrics={
@@ -177,68 +192,28 @@ def _train_language_model(args, output_dir, common):
     )
 
 
-def language_model_sample(model, tokenizer, prompt, seed, tokens=80):
-    """Samples a continuation of `prompt` (top-k 20) from a language model.
-
-    Training lines end with [END]; sampling runs past it, so the sample
-    spans several lines.
-
-    Args:
-        model: a model of `zoo.build_language_model`.
-        tokenizer: the tokenizer of its vocabulary.
-        prompt: str, the start of the text.
-        seed: int, of the sampler.
-        tokens: int, the most new tokens (bounded by the model's
-            `max_length`).
-
-    Returns:
-        The prompt and its continuation, lines joined by " / ".
-    """
-    ids = np.asarray(translation.tokenize_to_lists(tokenizer, [prompt]), "int32")
-    tokens = min(tokens, model.get_config()["max_length"] - ids.shape[1])
-    new = model.generate(
-        ids,
-        max_new_tokens=tokens,
-        strategy="sample",
-        top_k=20,
-        seed=seed,
-        end_token_id=None,
-    )
-    stream = np.concatenate([ids[0], np.asarray(new)[0]]).tolist()
-    lines, line = [], []
-    for token in stream + [text.END_ID]:
-        if token == text.END_ID:
-            lines.append(line)
-            line = []
-        else:
-            line.append(token)
-    decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
-    return " / ".join(line for line in decoded if line)
-
-
 def _masked_loss(model, dataset):
     model.compile(loss=MaskedSparseCategoricalCrossentropy())
     return float(model.evaluate(dataset, verbose=0, return_dict=True)["loss"])
 
 
-def _evaluate_language_model(loaded, data):
+def _evaluate_language_model(trained, data, args):
     dataset = text.make_language_model_dataset(
         corpora.text_corpus(data).test,
-        loaded["tokenizers"]["text"],
-        loaded["run"].get("sequence_length", 128),
+        trained.tokenizers["text"],
+        trained.run.get("sequence_length", 128),
         32,
     )
-    return {"test_perplexity": math.exp(_masked_loss(loaded["model"], dataset))}
+    return {"test_perplexity": math.exp(_masked_loss(trained.model, dataset))}
 
 
-def _export_language_model(loaded, export_dir, version):
+def _export_language_model(trained, export_dir, version):
     return _exporter().export_language_model(
-        loaded["model"], loaded["tokenizers"]["text"], export_dir, version=version
+        trained.model, trained.tokenizers["text"], export_dir, version=version
     )
 
 
-def _train_masked_language_model(args, output_dir, common):
-    corpus = corpora.text_corpus(args.data)
+def _train_masked_language_model(args, corpus, output_dir, common):
     result = tasks.train_masked_language_model(
         (corpus.train, corpus.validation), output_dir, **common
     )
@@ -251,11 +226,11 @@ def _train_masked_language_model(args, output_dir, common):
     )
 
 
-def _evaluate_masked_language_model(loaded, data):
-    model = loaded["model"]
+def _evaluate_masked_language_model(trained, data, args):
+    model = trained.model
     dataset = text.make_masked_language_model_dataset(
         corpora.text_corpus(data).test,
-        loaded["tokenizers"]["text"],
+        trained.tokenizers["text"],
         model.get_config()["max_length"],
         64,
     )
@@ -265,6 +240,7 @@ def _evaluate_masked_language_model(loaded, data):
 FAMILIES = {
     "translator": Family(
         presets=zoo.TRANSLATOR_PRESETS,
+        corpus=_translation_corpus,
         train=functools.partial(_train_translator, family="translator"),
         evaluate=_evaluate_translator,
         export=_export_translator,
@@ -272,23 +248,27 @@ FAMILIES = {
     ),
     "classifier": Family(
         presets=zoo.CLASSIFIER_PRESETS,
+        corpus=lambda args: corpora.sentiment_corpus(args.data),
         train=_train_classifier,
         evaluate=_evaluate_classifier,
         export=_export_classifier,
     ),
     "masked-language-model": Family(
         presets=zoo.ENCODER_PRESETS,
+        corpus=lambda args: corpora.text_corpus(args.data),
         train=_train_masked_language_model,
         evaluate=_evaluate_masked_language_model,
     ),
     "language-model": Family(
         presets=zoo.LANGUAGE_MODEL_PRESETS,
+        corpus=lambda args: corpora.text_corpus(args.data),
         train=_train_language_model,
         evaluate=_evaluate_language_model,
         export=_export_language_model,
     ),
     "rnn-translator": Family(
         presets=zoo.RNN_TRANSLATOR_PRESETS,
+        corpus=_translation_corpus,
         train=functools.partial(_train_translator, family="rnn-translator"),
         evaluate=_evaluate_translator,
         translates=True,

@@ -1,21 +1,36 @@
 """Loading a model directory named by `--model-dir`."""
 
+import sys
+
 from zoo.cli.errors import reported_as_usage
 from zoo.recipes import model_dir
 
 
-def load_model_dir(path):
+def load_model_dir(path, families=None, command=None):
     """`zoo.recipes.model_dir.load_model_dir`, its refusals as `UsageError`.
 
-    A missing file, an unknown family, a vocabulary that does not match the
-    model or a model that is unsafe to load are all about the directory the
-    user named.
+    A missing file, an unknown family, a vocabulary that is not the model's
+    or a model that is unsafe to load are all about the directory the user
+    named.
 
     Args:
         path: str, the `--model-dir`.
+        families: tuple of str, the families the command takes, or None.
+        command: str, the command's name, for the refusal.
 
     Returns:
-        The dict of `load_model_dir`.
+        A `model_dir.TrainedModel`.
     """
+    print(f"loading {path}...", file=sys.stderr, flush=True)
     with reported_as_usage(ValueError):
-        return model_dir.load_model_dir(path)
+        try:
+            trained = model_dir.load_model_dir(path)
+        except ValueError as error:
+            raise ValueError(f"--model-dir {error}") from None
+    if families and trained.family not in families:
+        with reported_as_usage(ValueError):
+            raise ValueError(
+                f"--model-dir {path} holds a {trained.family}; `{command}` "
+                f"needs a {' or '.join(families)}."
+            )
+    return trained

@@ -10,11 +10,21 @@ import argparse
 import os
 import sys
 
-from zoo.cli import demo, evaluate, export, train, translate
+import keras_seq
+from zoo.cli import (
+    classify,
+    demo,
+    evaluate,
+    export,
+    generate,
+    presets,
+    train,
+    translate,
+)
 from zoo.cli.errors import UsageError
 from zoo.recipes import runtime
 
-COMMANDS = (demo, train, translate, export, evaluate)
+COMMANDS = (demo, train, evaluate, translate, classify, generate, export, presets)
 
 
 def build_parser():
@@ -27,9 +37,14 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="keras-seq", description="Sequence models for Keras 3."
     )
+    parser.add_argument(
+        "--version", action="version", version=f"keras-seq {keras_seq.__version__}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(commands)
+    for subparser in commands.choices.values():
+        subparser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     return parser
 
 

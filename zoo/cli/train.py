@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from zoo.cli import corpora
+from zoo.cli import corpora, run_dirs
 from zoo.cli.errors import (
     UsageError,
     check_above_zero,
@@ -34,12 +34,30 @@ def add_parser(commands):
             "classifier, one text per line for language models"
         ),
     )
-    parser.add_argument("--preset", default="small")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--minutes", type=float, default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--output-dir", default=None, help="default: runs/<family>")
+    parser.add_argument(
+        "--preset", default="small", help="see `keras-seq presets FAMILY`"
+    )
+    parser.add_argument("--epochs", type=int, default=10, help="the most epochs")
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="training time budget"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="of every random draw")
+    parser.add_argument(
+        "--vocabulary-size",
+        type=int,
+        default=8000,
+        help="the most WordPiece tokens of each vocabulary",
+    )
+    parser.add_argument(
+        "--output-dir", default=None, help="the model directory (runs/FAMILY)"
+    )
+    add_overwrite_argument(parser)
+    parser.add_argument(
+        "--beam-width",
+        type=int,
+        default=model_dir.BEAM_WIDTH,
+        help="translators: beams of the test translations (1: greedy)",
+    )
     parser.add_argument(
         "--average-epochs",
         type=int,
@@ -54,6 +72,19 @@ def add_parser(commands):
     )
     _add_runtime_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def add_overwrite_argument(parser):
+    """`--overwrite`, which `train` and `demo` share."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=(
+            "replace a finished run in the output directory, or discard the "
+            "backup of an interrupted run with other settings (an interrupted "
+            "run of the same settings always resumes)"
+        ),
+    )
 
 
 def _add_runtime_arguments(parser):
@@ -99,6 +130,12 @@ def _check(args):
     family = FAMILIES[args.family]
     check_common(args, family.presets)
     check_at_least(args.vocabulary_size, "--vocabulary-size")
+    check_at_least(args.beam_width, "--beam-width")
+    if args.beam_width != model_dir.BEAM_WIDTH and not family.translates:
+        raise UsageError(
+            "--beam-width applies to translator and rnn-translator; "
+            f"received {args.beam_width} for {args.family}"
+        )
     if args.average_epochs != 1 and not family.translates:
         raise UsageError(
             "--average-epochs applies to translator and rnn-translator; "
@@ -128,16 +165,56 @@ def _runtime(args):
     return strategy
 
 
+def settings(args, names):
+    """What makes two runs the same run: the command and the flags `names`.
+
+    A resumed run must agree on these; `--epochs` and `--minutes` may
+    change between an interruption and its resumption.
+    """
+    return {"command": args.command, **{name: getattr(args, name) for name in names}}
+
+
+SETTINGS = (
+    "family", "data", "preset", "seed", "vocabulary_size", "average_epochs",
+    "variants", "precision",
+)  # fmt: skip
+
+
+def announce_resume(output_dir, resumed, epochs):
+    """Says that training picks up an interrupted run, and where.
+
+    Raises:
+        UsageError: when the interrupted run already finished `epochs`.
+    """
+    if resumed >= epochs:
+        raise UsageError(
+            f"--epochs {epochs}: the interrupted run in {output_dir} already "
+            f"finished {resumed} epochs; pass a larger --epochs to go on."
+        )
+    if resumed:
+        print(
+            f"resuming the interrupted run in {output_dir} after epoch "
+            f"{resumed} (of at most {epochs})",
+            flush=True,
+        )
+
+
 def run(args):
     """Trains `args.family` on `--data` and writes its model directory.
+
+    Every flag and the data are checked, and the output directory claimed
+    (`zoo.cli.run_dirs.claim`), before anything is written.
 
     Returns:
         0, the exit status.
     """
     _check(args)
-    strategy = _runtime(args)
+    family = FAMILIES[args.family]
+    corpus = family.corpus(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
-    os.makedirs(output_dir, exist_ok=True)
+    resumed = run_dirs.claim(output_dir, settings(args, SETTINGS), args.overwrite)
+    strategy = _runtime(args)
+    announce_resume(output_dir, resumed, args.epochs)
     common = {
         "preset": args.preset,
         "epochs": args.epochs,
@@ -147,11 +224,11 @@ def run(args):
         "verbose": verbose(),
         "strategy": strategy,
     }
-    trained = FAMILIES[args.family].train(args, output_dir, common)
+    trained = family.train(args, corpus, output_dir, common)
     model = trained.result["model"]
     metrics = {k: round(float(v), 4) for k, v in trained.metrics.items()}
     metrics["params"] = int(model.count_params())
-    metrics["epochs"] = len(trained.result["history"]["loss"])
+    metrics["epochs"] = resumed + len(trained.result["history"].get("loss", ()))
     run_info = {"data": args.data, "preset": args.preset, "seed": args.seed}
     run_info.update(trained.run)
     model_dir.save_model_dir(output_dir, args.family, model, {**run_info, **metrics})

@@ -2,12 +2,13 @@
 SavedModel."""
 
 import sys
+import warnings
 
 from zoo.cli import serving
-from zoo.cli.errors import UsageError
-from zoo.cli.families import FAMILIES
+from zoo.cli.errors import UsageError, check_at_least
+from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import translation
+from zoo.recipes import model_dir
 
 
 def add_parser(commands):
@@ -15,18 +16,22 @@ def add_parser(commands):
     parser = commands.add_parser(
         "translate", help="translate sentences (arguments, or lines on stdin)"
     )
-    parser.add_argument("--model-dir", default=None)
     parser.add_argument(
-        "--saved-model", default=None, help="an exported SavedModel (or its base)"
+        "--model-dir", default=None, help="a directory of `keras-seq train`"
     )
-    parser.add_argument("texts", nargs="*")
+    parser.add_argument(
+        "--saved-model",
+        default=None,
+        help="an exported SavedModel (or its base); it decodes greedily",
+    )
+    parser.add_argument(
+        "--beam-width",
+        type=int,
+        default=model_dir.BEAM_WIDTH,
+        help="with --model-dir: beams of the search (1: greedy)",
+    )
+    parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
-
-
-def _read_inputs(texts):
-    if texts:
-        return list(texts)
-    return [line.rstrip("\n") for line in sys.stdin if line.strip()]
 
 
 def run(args):
@@ -37,22 +42,27 @@ def run(args):
     """
     if bool(args.model_dir) == bool(args.saved_model):
         raise UsageError("give exactly one of --model-dir and --saved-model.")
-    sentences = _read_inputs(args.texts)
+    check_at_least(args.beam_width, "--beam-width")
+    if args.saved_model and args.beam_width != model_dir.BEAM_WIDTH:
+        raise UsageError(
+            "--beam-width applies to --model-dir; a SavedModel's "
+            "serving_default decodes greedily."
+        )
+    sentences = read_texts(args.texts)
     if args.saved_model:
         outputs = serving.serve(args.saved_model, sentences)
     else:
-        loaded = load_model_dir(args.model_dir)
-        if not FAMILIES[loaded["family"]].translates:
-            raise UsageError(
-                f"--model-dir {args.model_dir} holds a {loaded['family']}; "
-                "`translate` needs a translator or rnn-translator."
-            )
-        outputs = translation.translate_texts(
-            loaded["model"],
-            loaded["tokenizers"]["source"],
-            loaded["tokenizers"]["target"],
-            sentences,
-        )
+        trained = load_model_dir(args.model_dir, model_dir.TRANSLATORS, "translate")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", model_dir.TruncationWarning)
+            outputs = trained.translate(sentences, beam_width=args.beam_width)
+        for warning in caught:
+            if issubclass(warning.category, model_dir.TruncationWarning):
+                print(f"keras-seq: note: {warning.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
     for output in outputs:
         print(output)
     return 0

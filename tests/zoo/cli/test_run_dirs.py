@@ -1,0 +1,101 @@
+"""`zoo.cli.run_dirs`: what `train` and `demo` may do with an output directory."""
+
+import json
+import os
+
+import pytest
+
+from zoo.cli import run_dirs
+from zoo.cli.errors import UsageError
+
+SETTINGS = {"command": "train", "family": "translator", "seed": 0}
+
+
+def _finished_run(root):
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("model.keras", "source_vocabulary.txt", "history.csv"):
+        (root / name).write_text(name)
+    (root / "run.json").write_text(json.dumps({"family": "translator"}))
+    (root / "notes.txt").write_text("the user's own file")
+    return root
+
+
+def _interrupted_run(root, settings, epochs):
+    (root / "backup").mkdir(parents=True)
+    (root / "backup" / "training_metadata.json").write_text(
+        json.dumps({"epoch": epochs, "batch": -1})
+    )
+    (root / run_dirs.SETTINGS_FILE).write_text(json.dumps(settings))
+    return root
+
+
+def _contents(root):
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()
+    }
+
+
+def test_a_fresh_directory_is_created_and_claimed(tmp_path):
+    out = tmp_path / "a" / "b"
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0
+    assert json.loads((out / run_dirs.SETTINGS_FILE).read_text()) == SETTINGS
+
+
+def test_a_finished_run_is_kept_without_overwrite(tmp_path):
+    out = _finished_run(tmp_path / "run")
+    before = _contents(out)
+    with pytest.raises(UsageError) as error:
+        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+    assert str(error.value) == (
+        f"--output-dir {out} holds a finished translator run (run.json, "
+        "model.keras); pass --overwrite to replace it, or choose another "
+        "--output-dir."
+    )
+    assert _contents(out) == before
+
+
+def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
+    out = _finished_run(tmp_path / "run")
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert sorted(os.listdir(out)) == ["notes.txt", run_dirs.SETTINGS_FILE]
+
+
+def test_an_interrupted_run_of_the_same_settings_resumes(tmp_path):
+    out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=3)
+    for overwrite in (False, True):
+        assert run_dirs.claim(str(out), SETTINGS, overwrite=overwrite) == 3
+    assert (out / "backup" / "training_metadata.json").is_file()
+
+
+def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_path):
+    out = _interrupted_run(tmp_path / "run", {**SETTINGS, "seed": 1}, epochs=2)
+    with pytest.raises(UsageError) as error:
+        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message == (
+        f"--output-dir {out} holds the backup of an interrupted run with "
+        "other settings (seed 1 there, 0 now); pass --overwrite to discard "
+        "it, or choose another --output-dir."
+    )
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert not (out / "backup").exists()
+
+
+def test_a_backup_without_settings_is_another_runs(tmp_path):
+    out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=2)
+    (out / run_dirs.SETTINGS_FILE).unlink()
+    with pytest.raises(UsageError, match=r"other settings \(no readable training"):
+        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+
+
+def test_a_file_or_an_unwritable_place_is_refused(tmp_path):
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(UsageError, match=r"^--export-dir .*file is a file; expected"):
+        run_dirs.check_writable(str(file), "--export-dir")
+    with pytest.raises(UsageError, match=r"file is a file; expected a directory"):
+        run_dirs.check_writable(str(file / "below"), "--output-dir")
+    # /proc/sys takes no new entries, whoever asks (root included).
+    with pytest.raises(UsageError, match=r"^--output-dir /proc/sys/x: /proc/sys is"):
+        run_dirs.check_writable("/proc/sys/x", "--output-dir")

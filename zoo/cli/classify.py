@@ -1,0 +1,31 @@
+"""`keras-seq classify`: the class of each text, with a classifier directory."""
+
+from zoo.cli.inputs import read_texts
+from zoo.cli.loading import load_model_dir
+
+
+def add_parser(commands):
+    """Adds `classify` and its flags to the `keras-seq` subparsers."""
+    parser = commands.add_parser(
+        "classify", help="classify texts (arguments, or lines on stdin)"
+    )
+    parser.add_argument(
+        "--model-dir", required=True, help="a classifier of `keras-seq train`"
+    )
+    parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
+    parser.set_defaults(run=run)
+
+
+def run(args):
+    """Prints `label<TAB>probability` for each text, one line per input line.
+
+    Returns:
+        0, the exit status.
+    """
+    texts = read_texts(args.texts, "texts")
+    trained = load_model_dir(args.model_dir, ("classifier",), "classify")
+    probabilities = trained.classify(texts) if texts else []
+    for row in probabilities:
+        label = int(row.argmax())
+        print(f"{label}\t{row[label]:.4f}")
+    return 0
