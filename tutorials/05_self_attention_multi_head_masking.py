@@ -18,12 +18,16 @@
 # of all the others, with mixing weights computed from the elements
 # themselves. This notebook writes the chapter's equations with `keras.ops`
 # on small tensors and checks them against the package's layers: simple self
-# attention (Eq. 7.23), the "versatile" form with learned query, key and
-# value matrices (Eq. 7.24) against `keras_seq.layers.MultiHeadAttention`
-# with one head, multiple heads and the identity behind Eq. (7.26), and
-# masking (Eq. 7.27) with the masks of `keras_seq.masks`. It then measures
-# what a causal mask guarantees, and how the same word gets different vectors
-# in different sentences ("The animal didn't cross the street because it was
+# attention (Eq. 7.23), the chapter's "more versatile" causal form with
+# learned $p \times p$ query, key and value matrices (Eq. 7.24) and its
+# non-causal generalisation against `keras_seq.layers.MultiHeadAttention`
+# with one head, multiple heads (Eq. 7.25, with a note on its printed
+# denominator) and the identity behind Eq. (7.26), and masking: the
+# chapter's Eq. (7.27) masks keys, which a dot-product score cannot take, so
+# implementations mask scores, with a finite sentinel and a zeroing step
+# that `keras_seq.masks` provides. It then measures what a causal mask
+# guarantees, and how the same word gets different vectors in different
+# sentences ("The animal didn't cross the street because it was
 # too tired / wide").
 
 # %%
@@ -95,23 +99,91 @@ for use_causal_mask, expected in [(True, U_causal), (False, U_full)]:
 print("ScoreAttention(score='dot') reproduces Eq. (7.23), causal and non-causal")
 
 # %% [markdown]
-# ## 2. "Simple and versatile": learned projections, Eq. (7.24)
+# ## 2. More versatile self attention, Eq. (7.24)
 #
 # Simple self attention has no parameters, so it cannot learn what to look
-# for. Eq. (7.24) inserts three learned matrices: queries $W_q x^{(t)}$ and
-# keys $W_k x^{(\tau)}$ ($W_q, W_k \in \mathbb{R}^{m \times p}$) decide the
-# weights, and the values $W_v x^{(\tau)}$ ($W_v \in \mathbb{R}^{m_v \times p}$)
-# are what gets mixed:
+# for. The chapter's "more versatile" form maps each input three ways with
+# learned $p \times p$ matrices, $z_q^{(t)} = W_q x^{(t)}$ (query),
+# $z_k^{(t)} = W_k x^{(t)}$ (key) and $v^{(t)} = W_v x^{(t)}$ (value), and
+# keeps the causal sum of Eq. (7.23):
 #
-# $$u^{(t)} = \sum_{\tau} \alpha^{(t)}_\tau W_v x^{(\tau)}, \qquad
-# \alpha^{(t)}_\tau \propto e^{s(W_q x^{(t)},\, W_k x^{(\tau)})}. \qquad (7.24)$$
+# $$u^{(t)} = \sum_{\tau \le t} \alpha^{(t)}_\tau W_v x^{(\tau)}, \qquad
+# \alpha^{(t)}_\tau = \frac{e^{s(W_q x^{(t)},\, W_k x^{(\tau)})}}
+# {\sum_{t'=1}^{t} e^{s(W_q x^{(t)},\, W_k x^{(t')})}}. \qquad (7.24)$$
 #
-# The Transformer's score is the scaled inner product
-# $s(q, k) = q \cdot k / \sqrt{m}$, which keeps the scores in a range where
-# the softmax is not saturated. Below, Eq. (7.24) by hand (non-causal), then
-# `MultiHeadAttention` with one head, no biases, and these very matrices
-# loaded as its weights. Its output projection $W_c$ is set to the identity
-# ($m_v = p$), so that its output is $u^{(t)}$ itself.
+# Queries and keys decide the weights; the values are what gets mixed. The
+# chapter leaves the score $s$ open; the Transformer's is the scaled inner
+# product $s(q, k) = q \cdot k / \sqrt{m}$ ($m$ the length of $q$ and $k$,
+# here $m = p$), which keeps the scores in a range where the softmax is not
+# saturated. Below, Eq. (7.24) term by term in float64 NumPy, one $t$ at a
+# time with the sums running to $t$, then in matrix form with a causal mask,
+# then `MultiHeadAttention` with one head, no biases, these very matrices as
+# its weights and its output projection $W_c$ set to the identity, so that
+# its output is $u^{(t)}$ itself.
+
+# %%
+W_q, W_k, W_v = (rng.normal(size=(p, p)).astype("float32") for _ in range(3))
+
+
+def score(q, k):
+    """The scaled inner product s(q, k) = q . k / sqrt(m)."""
+    return q @ k / math.sqrt(len(q))
+
+
+def versatile_causal(x, w_q, w_k, w_v):
+    """Eq. (7.24) as printed: a loop over t, sums over tau <= t only."""
+    x = x.astype("float64")
+    u = np.zeros((len(x), w_v.shape[0]))
+    for t in range(len(x)):
+        # s(W_q x^(t), W_k x^(tau)) for tau = 1..t; later keys never enter.
+        s = np.array([score(w_q @ x[t], w_k @ x[tau]) for tau in range(t + 1)])
+        alpha = np.exp(s) / np.exp(s).sum()  # denominator: t' = 1..t
+        u[t] = sum(alpha[tau] * (w_v @ x[tau]) for tau in range(t + 1))
+    return u  # (T, p)
+
+
+def self_attention(x, w_q, w_k, w_v, causal=False):
+    """Eq. (7.24) in matrix form for x of shape (T, p); returns (U, alpha)."""
+    q = ops.matmul(x, ops.transpose(w_q))  # (T, m): rows W_q x^(t)
+    k = ops.matmul(x, ops.transpose(w_k))  # (T, m): rows W_k x^(tau)
+    v = ops.matmul(x, ops.transpose(w_v))  # (T, m_v): rows W_v x^(tau)
+    s = ops.matmul(q, ops.transpose(k)) / math.sqrt(w_q.shape[0])  # (T, T)
+    if causal:  # tau <= t: scores of later keys become -inf, Eq. (7.27)
+        s = ops.where(masks.causal_mask(x.shape[0], x.shape[0]), s, -np.inf)
+    alpha = ops.softmax(s, axis=-1)
+    return ops.matmul(alpha, v), alpha  # (T, m_v), (T, T)
+
+
+def one_head_layer(w_q, w_k, w_v):
+    """MultiHeadAttention with one head, no biases, W_c = I and these weights."""
+    m, m_v = w_q.shape[0], w_v.shape[0]
+    layer = MultiHeadAttention(num_heads=1, key_dim=m, value_dim=m_v, use_bias=False)
+    width = w_q.shape[1]  # p
+    layer.build((None, None, width), (None, None, width))
+    # Kernels are stored as (p, heads, m) for the projections and
+    # (heads, m_v, p) for the output, i.e. transposes of the book's matrices.
+    layer.set_weights(
+        [w_q.T[:, None, :], w_k.T[:, None, :], w_v.T[:, None, :], np.eye(width)[None]]
+    )
+    return layer
+
+
+U_loop = versatile_causal(X, W_q, W_k, W_v)
+U_matrix, _ = self_attention(X, W_q, W_k, W_v, causal=True)
+U_layer = one_head_layer(W_q, W_k, W_v)(X[None], X[None], use_causal_mask=True)
+np.testing.assert_allclose(np.asarray(U_matrix), U_loop, atol=1e-5)
+np.testing.assert_allclose(np.asarray(U_layer)[0], U_loop, atol=1e-5)
+print("Eq. (7.24), causal, p x p: loop = matrix form = MultiHeadAttention (1e-5)")
+
+# %% [markdown]
+# The chapter then generalises (7.24) in two directions, and the layer
+# follows both. The non-causal form (the red part of its Fig. 7.12) sums
+# over every $\tau \in \{1, \dots, T\}$, in the numerator's sum and in the
+# softmax's denominator alike, for when the whole sequence is available. And
+# the projections need not be square (its footnote 10): queries and keys may
+# have $m$ entries, $W_q, W_k \in \mathbb{R}^{m \times p}$, and values $m_v$,
+# $W_v \in \mathbb{R}^{m_v \times p}$, the shapes multi-head attention uses
+# below. Here $m = 3$, $m_v = p = 4$, no mask:
 
 # %%
 m, m_v = 3, p
@@ -119,41 +191,33 @@ W_q = rng.normal(size=(m, p)).astype("float32")
 W_k = rng.normal(size=(m, p)).astype("float32")
 W_v = rng.normal(size=(m_v, p)).astype("float32")
 
-
-def self_attention(x, w_q, w_k, w_v, causal=False):
-    """Eq. (7.24) for one sequence x of shape (T, p); returns (U, alpha)."""
-    q = ops.matmul(x, ops.transpose(w_q))  # (T, m)
-    k = ops.matmul(x, ops.transpose(w_k))  # (T, m)
-    v = ops.matmul(x, ops.transpose(w_v))  # (T, m_v)
-    s = ops.matmul(q, ops.transpose(k)) / math.sqrt(w_q.shape[0])  # (T, T)
-    if causal:
-        s = ops.where(masks.causal_mask(x.shape[0], x.shape[0]), s, -np.inf)
-    alpha = ops.softmax(s, axis=-1)
-    return ops.matmul(alpha, v), alpha  # (T, m_v), (T, T)
-
-
 U_hand, alpha_hand = self_attention(X, W_q, W_k, W_v)
-
-one_head = MultiHeadAttention(num_heads=1, key_dim=m, value_dim=m_v, use_bias=False)
-one_head.build((None, T, p), (None, T, p))
-# Kernels are stored as (p, heads, m) for the projections and
-# (heads, m_v, p) for the output, i.e. transposes of the book's matrices.
-one_head.set_weights(
-    [W_q.T[:, None, :], W_k.T[:, None, :], W_v.T[:, None, :], np.eye(p)[None]]
+U_layer, alpha_layer = one_head_layer(W_q, W_k, W_v)(
+    X[None], X[None], return_attention_scores=True
 )
-U_layer, alpha_layer = one_head(X[None], X[None], return_attention_scores=True)
 np.testing.assert_allclose(np.asarray(U_layer)[0], np.asarray(U_hand), atol=1e-5)
 np.testing.assert_allclose(
     np.asarray(alpha_layer)[0, 0], np.asarray(alpha_hand), atol=1e-6
 )
-print("MultiHeadAttention, one head: outputs and weights equal Eq. (7.24) to 1e-5")
+assert np.all(np.asarray(alpha_hand) > 0)  # every tau gets weight, later ones too
+print("non-causal, m = 3, m_v = 4: outputs and weights equal to 1e-5")
 
 # %% [markdown]
 # ## 3. Multiple heads, Eq. (7.25) and (7.26)
 #
-# With $H$ heads, head $h$ has its own $W_q^h, W_k^h, W_v^h$ and computes
-# $u^{h,(t)}$ by Eq. (7.25), which is Eq. (7.24) with the head's matrices.
-# The heads are combined by
+# With $H$ heads, head $h$ has its own $W_q^h, W_k^h \in \mathbb{R}^{m \times p}$
+# and $W_v^h \in \mathbb{R}^{m_v \times p}$ and applies the non-causal form of
+# Eq. (7.24) with them:
+#
+# $$u^{h,(t)} = \sum_{\tau=1}^{T} \alpha^{h,(t)}_\tau W_v^h x^{(\tau)}, \qquad
+# \alpha^{h,(t)}_\tau = \frac{e^{s(W_q^h x^{(t)},\, W_k^h x^{(\tau)})}}
+# {\sum_{t'=1}^{T} e^{s(W_q^h x^{(t)},\, W_k^h x^{(t')})}}. \qquad (7.25)$$
+#
+# The chapter prints the denominator of (7.25) as a sum over $t' = 1, \dots, t$,
+# the causal denominator of (7.24), while the numerator's sum runs to $T$ and
+# the text calls the form non-causal. Taken literally, the weights of every
+# row $t < T$ would then add up to more than one (checked below), so we read
+# the upper limit $t$ as a typo for $T$. The heads are combined by
 #
 # $$u^{(t)} = \sum_{h=1}^H W_c^h u^{h,(t)}, \qquad
 # W_c^h \in \mathbb{R}^{p \times m_v}. \qquad (7.26)$$
@@ -171,9 +235,12 @@ heads = {
 }
 W_c = [rng.normal(size=(p, m_v)).astype("float32") for _ in range(H)]
 
+# Eq. (7.25): u^{h,(t)} = sum_{tau=1}^{T} alpha^{h,(t)}_tau W_v^h x^(tau), one
+# softmax over all T keys per head, with that head's W_q^h, W_k^h, W_v^h.
 head_outputs = [
     self_attention(X, heads["q"][h], heads["k"][h], heads["v"][h])[0] for h in range(H)
 ]  # H tensors of shape (T, m_v)
+# Eq. (7.26): u^(t) = sum_h W_c^h u^{h,(t)}.
 summed = sum(
     ops.matmul(u_h, ops.transpose(W_c[h])) for h, u_h in enumerate(head_outputs)
 )
@@ -200,13 +267,89 @@ print(
 assert multi_head.count_params() == H * (2 * m * p + 2 * m_v * p)
 
 # %% [markdown]
+# The printed denominator, taken literally for head 1: numerators
+# $e^{s_{t\tau}}$ for all $\tau \le T$, divided by their partial sum up to
+# $t$. Row $t$ then adds up to
+# $\sum_{\tau=1}^{T} e^{s_{t\tau}} / \sum_{t'=1}^{t} e^{s_{tt'}}$, which is
+# above one for every $t < T$ and exactly one only in the last row.
+
+# %%
+q = X @ heads["q"][0].T  # (T, m)
+k = X @ heads["k"][0].T  # (T, m)
+numerators = np.exp(q @ k.T / math.sqrt(m))  # (T, T): e^{s_{t tau}}, all tau
+printed = numerators / np.cumsum(numerators, axis=-1).diagonal()[:, None]
+row_sums = printed.sum(-1)
+print("row sums with the denominator summed to t:", [f"{r:.6g}" for r in row_sums])
+assert np.all(row_sums[:-1] > 1.0) and abs(row_sums[-1] - 1.0) < 1e-6
+
+# %% [markdown]
 # ## 4. Masking, Eq. (7.27)
 #
-# A decoder must not look ahead: the weight of any key after time $t$ has to
-# be zero. The chapter sets those scores to $-\infty$ before the softmax
-# (Eq. 7.27). Batches add a second reason to mask: sequences are padded to a
-# common length with token id 0, and no real token should attend to padding.
-# In `keras_seq` every mask is boolean, `True` meaning "may attend", and
+# An encoder uses (7.25) as it stands; a decoder must not look ahead, so the
+# weight of any key after time $t$ has to be zero. The chapter makes (7.25)
+# causal by setting, when the weights at time $t$ are computed, the *keys*
+# of the later positions to $-\infty$:
+#
+# $$z_k^{(t+1)} = -\infty, \quad z_k^{(t+2)} = -\infty, \quad \dots, \quad
+# z_k^{(T)} = -\infty, \qquad (7.27)$$
+#
+# so that the softmax turns them into $\alpha^{(t)}_{t+1} = \dots =
+# \alpha^{(t)}_T = 0$. With the inner-product score this does not work as
+# written. A key of $-\infty$ entries gives $q \cdot k = \sum_i q_i \cdot
+# (-\infty)$: $-\infty$ only when every entry of the query is positive,
+# $+\infty$ when every entry is negative (the future key would take all the
+# weight; in floating point the softmax's $\infty - \infty$ gives `nan`), and
+# `nan` as soon as the query has a zero entry ($0 \cdot (-\infty)$) or
+# entries of both signs ($+\infty - \infty$). A single `nan` score turns the
+# whole softmax row into `nan`.
+
+# %%
+future_key = np.full(3, -np.inf, "float32")  # z_k^(tau) = -inf, tau > t
+past_key = np.array([0.3, -0.2, 0.5], "float32")
+queries = {
+    "all entries positive": np.array([0.5, 1.0, 2.0], "float32"),
+    "all entries negative": np.array([-0.5, -1.0, -2.0], "float32"),
+    "a zero entry": np.array([0.5, 0.0, 2.0], "float32"),
+    "mixed signs": np.array([0.5, -1.0, 2.0], "float32"),
+}
+key_masked = {}
+with np.errstate(invalid="ignore"):
+    for name, q in queries.items():
+        row = np.array([q @ past_key, q @ future_key], "float32")  # (tau <= t, tau > t)
+        key_masked[name] = np.asarray(ops.softmax(row))
+        print(
+            f"query with {name:22s} q.k_future = {row[1]:5}  alpha = {key_masked[name]}"
+        )
+assert np.array_equal(key_masked["all entries positive"], [1.0, 0.0])
+assert np.all(np.isnan(key_masked["all entries negative"]))  # +inf - inf in softmax
+assert np.all(np.isnan(key_masked["a zero entry"]))
+assert np.all(np.isnan(key_masked["mixed signs"]))
+
+# %% [markdown]
+# What the chapter's sentence after (7.27) asks for, zero weights on the
+# future, is what the lecture slides (002) and every implementation do: mask
+# the *score* rather than the key,
+#
+# $$e_{t,\tau} = \begin{cases} s(z_q^{(t)}, z_k^{(\tau)}) & \tau \le t \\
+# -\infty & \tau > t \end{cases}, \qquad
+# \alpha^{(t)}_\tau = \frac{e^{e_{t,\tau}}}{\sum_{t'=1}^{T} e^{e_{t,t'}}},$$
+#
+# which is the same as replacing $e^{s}$ by $0$ inside the softmax for every
+# $\tau > t$. Any query now gives the future key a weight of exactly zero.
+# (Sections 1 and 2 masked this way: `ops.where(causal, scores, -np.inf)`.)
+
+# %%
+for name, q in queries.items():
+    # Eq. (7.27) as implemented: the score of the future key is -inf.
+    row = np.array([q @ past_key, -np.inf], "float32")
+    alpha = np.asarray(ops.softmax(row))
+    assert np.array_equal(alpha, [1.0, 0.0]), name
+print("score mask: alpha = [1, 0] for all four queries")
+
+# %% [markdown]
+# Batches add a second reason to mask: sequences are padded to a common
+# length with token id 0, and no real token should attend to padding. In
+# `keras_seq` every mask is boolean, `True` meaning "may attend", and
 # `keras_seq.masks` is the one place they are built and combined (by logical
 # AND). For one padded sequence of 6 slots holding 4 real tokens:
 
@@ -248,17 +391,60 @@ if not QUICK:
 plt.show()
 
 # %% [markdown]
-# The layer applies such a mask with a large negative sentinel chosen from
-# the compute dtype instead of a literal $-\infty$ (a row with no allowed key
-# would otherwise give $0/0$). The measured weights: masked entries are
-# exactly zero, real query rows sum to one, and the padded query rows, which
-# have no key to attend to, are all zero.
+# ### A sentinel instead of $-\infty$, and the zeroing step
+#
+# Padding breaks the literal $-\infty$ a second way. A padded query row has
+# no key it may attend to, so every one of its scores is $-\infty$ and the
+# softmax computes $e^{-\infty - (-\infty)}$, that is $0/0$: `nan`.
+# `keras_seq.masks.masked_softmax` therefore writes a large negative but
+# finite sentinel, `masks.masked_value("float32")` (0.7 times the most
+# negative float32, about $-2.38 \times 10^{38}$). That removes the `nan`,
+# not the problem: when every score of a row is the same sentinel, the
+# softmax spreads the row evenly, $1/T = 1/6$ per key, as if the padded
+# query attended to everything. The zeros come from a second step, *after*
+# the softmax, `weights = where(mask, weights, 0)`, which sets every masked
+# weight to exactly zero, so a fully masked row becomes all zeros. Each step
+# on the mask above:
+
+# %%
+keras.utils.set_random_seed(1)
+scores = keras.random.normal((1, length, length), seed=3)  # (1, T, T)
+allowed = panels["padding AND causal"]  # (T, T), rows 4 and 5 all False
+
+with_inf = np.asarray(ops.softmax(ops.where(combined, scores, -np.inf), axis=-1))[0]
+sentinel = masks.masked_value("float32")
+with_sentinel = np.asarray(ops.softmax(ops.where(combined, scores, sentinel), axis=-1))[
+    0
+]
+zeroed = np.where(allowed, with_sentinel, 0.0)  # the step after the softmax
+library = np.asarray(masks.masked_softmax(scores, combined, "float32"))[0]
+
+print(f"sentinel = {sentinel:.3e}")
+print("-inf:            padded query rows\n", with_inf[4:])
+print("sentinel only:   padded query rows\n", with_sentinel[4:])
+print("sentinel, then where(mask, weights, 0):\n", zeroed[4:])
+assert sentinel == 0.7 * float(np.finfo("float32").min)
+assert np.all(np.isnan(with_inf[4:])) and np.all(np.isfinite(with_inf[:4]))
+np.testing.assert_allclose(with_sentinel[4:], 1 / length, atol=1e-7)  # 1/6 each
+assert np.all(zeroed[4:] == 0.0)
+np.testing.assert_array_equal(library, zeroed)  # masked_softmax does both steps
+np.testing.assert_allclose(with_sentinel[:4], with_inf[:4], atol=1e-7)
+
+# %% [markdown]
+# In rows with at least one allowed key the sentinel and $-\infty$ give the
+# same weights; only the fully masked rows differ. `MultiHeadAttention`
+# computes its weights with `masked_softmax` and then, for the same reason,
+# sets the whole output vector of a query with no key to zero: with a zero
+# weight row the context is zero, but the output projection's bias would
+# still come through. Measured on the layer: masked weights are exactly
+# zero, the real query rows sum to one, and the padded query rows, weights
+# and outputs alike, are all zero.
 
 # %%
 keras.utils.set_random_seed(1)
 attention = MultiHeadAttention(num_heads=2, key_dim=4)
 x = keras.random.normal((1, length, 8), seed=2)
-_, weights = attention(
+outputs, weights = attention(
     x,
     x,
     query_mask=padding,
@@ -266,12 +452,12 @@ _, weights = attention(
     use_causal_mask=True,
     return_attention_scores=True,
 )
-weights = np.asarray(weights)  # (1, heads, T, T)
-allowed = panels["padding AND causal"]
+weights, outputs = np.asarray(weights), np.asarray(outputs)  # (1, N, T, T), (1, T, D)
 print("head 0 weights:\n", weights[0, 0])
 assert np.all(weights[0][:, ~allowed] == 0.0)
 np.testing.assert_allclose(weights[0, :, :4].sum(-1), 1.0, atol=1e-6)
 assert np.all(weights[0, :, 4:] == 0.0)
+assert np.all(outputs[0, 4:] == 0.0) and np.all(np.abs(outputs[0, :4]).sum(-1) > 0)
 
 # %% [markdown]
 # ## 5. What causality guarantees, measured
@@ -408,9 +594,14 @@ plt.show()
 # model actually links "it" to "animal" or "street" is a property of its
 # training, which these random weights do not have; we do not claim it here.
 #
-# **Summary.** Eq. (7.23) and (7.24) written with `keras.ops` match
-# `ScoreAttention` and a one-head `MultiHeadAttention` to 1e-5; summing
-# $W_c^h u^h$ over heads equals concatenating and projecting (to 1e-5); masks
-# from `keras_seq.masks` give exactly zero weight to padding and to the
-# future, and a causal block's earlier outputs are unchanged, bit for bit,
-# when a later input changes.
+# **Summary.** Eq. (7.23), and Eq. (7.24) in the chapter's causal form with
+# $p \times p$ matrices and in its non-causal, rectangular generalisation,
+# written with `keras.ops` match `ScoreAttention` and a one-head
+# `MultiHeadAttention` to 1e-5; summing $W_c^h u^h$ over heads, Eq. (7.25)
+# and (7.26), equals concatenating and projecting (to 1e-5), and the printed
+# denominator of (7.25) would make rows $t < T$ sum to more than one. Setting
+# keys to $-\infty$ as (7.27) is printed gives `nan` scores for most queries;
+# masking the scores gives the zero weights it intends. A finite sentinel
+# alone leaves a fully padded row uniform at $1/T$; the zeroing step after
+# the softmax makes it zero. A causal block's earlier outputs are unchanged,
+# bit for bit, when a later input changes.
