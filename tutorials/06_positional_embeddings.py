@@ -18,7 +18,8 @@
 # outputs are shuffled the same way, nothing else changes. This notebook
 # measures that blindness, then gives positions back in the three ways of
 # Sec. 7.5: a one-hot position vector appended to each input, a learned
-# position table (Eq. 7.28, `LearnedPositionalEmbedding`) and the fixed sines
+# position table (`LearnedPositionalEmbedding`, the linear special case of
+# Eq. 7.28, whose general form is built and checked too) and the fixed sines
 # and cosines of Eq. (7.29) (`SinusoidalPositionalEncoding`), whose Fig. 7.14
 # it redraws and whose values it checks against the formula. It closes with
 # what adding (Eq. 7.30) rather than appending the code does to the width and
@@ -99,14 +100,25 @@ assert gap > 1e-3
 # every matrix that reads the input.
 
 # %% [markdown]
-# ## 3. Learned positions, Eq. (7.28)
+# ## 3. Learned positions: Eq. (7.28) and its linear special case
 #
 # Eq. (7.28) encodes token and position jointly,
-# $\tilde x^{(t)} = W_1 S(W_2 x^{(t)} + W_3 e_t + b)$. The product $W_3 e_t$
-# is column $t$ of $W_3$: a learned vector per position, which is what
-# `LearnedPositionalEmbedding` stores as a (max_length, D) table and
-# `TokenAndPositionEmbedding(positional="learned")` adds to the token
-# embeddings. The one-hot product and the table lookup are the same numbers:
+#
+# $$\tilde x^{(t)} = W_1 S\big(W_2 x^{(t)} + W_3 e_t + b\big)
+# \in \mathbb{R}^{\tilde p}, \qquad (7.28)$$
+#
+# with learned $W_1 \in \mathbb{R}^{\tilde p \times \tilde p}$,
+# $W_2 \in \mathbb{R}^{\tilde p \times p}$,
+# $W_3 \in \mathbb{R}^{\tilde p \times T}$, $b \in \mathbb{R}^{\tilde p}$ and
+# an element-wise activation $S$ such as ReLU. The product $W_3 e_t$ is
+# column $t$ of $W_3$: a learned vector per position. What
+# `LearnedPositionalEmbedding` stores, a (max_length, D) table whose row $t$
+# is added to the token's vector, is not (7.28) itself but its linear special
+# case: $W_1 = I$, $S$ the identity and $b = 0$, which leaves
+# $\tilde x^{(t)} = W_2 x^{(t)} + W_3 e_t$. With $x^{(t)}$ the one-hot
+# vector of the token, $W_2 x^{(t)}$ is a row of the token table, and that
+# sum is exactly `TokenAndPositionEmbedding(positional="learned")`. First the
+# lookup against the one-hot product:
 
 # %%
 max_length, width = 16, 6
@@ -117,15 +129,81 @@ e = np.eye(max_length, dtype="float32")[:5]  # e_0 ... e_4 as rows
 np.testing.assert_allclose(looked_up, e @ W3.T, atol=1e-7)
 print("W_3 e_t equals row t of the table; table shape", positions.embeddings.shape)
 
+# %% [markdown]
+# The general form, built from Keras layers: `Dense` layers without bias for
+# $W_1$ and $W_2$, a `LearnedPositionalEmbedding` for $W_3 e_t$, a bias
+# vector $b$ and an activation $S$. Given the token table as $W_2$, the
+# position table as $W_3$, $W_1 = I$, $b = 0$ and $S$ linear, it must return
+# what `TokenAndPositionEmbedding` returns for the same token ids; with ReLU
+# and a random $W_1$ it is a different, nonlinear map, with
+# $\tilde p^2 + \tilde p$ more parameters.
+
+
+# %%
+@keras.saving.register_keras_serializable(package="tutorial_06")
+class JointPositionEncoding(keras.layers.Layer):
+    """Eq. (7.28): (B, T, p) inputs -> W_1 S(W_2 x + W_3 e_t + b), (B, T, p~)."""
+
+    def __init__(self, max_length, output_dim, activation="relu", **kwargs):
+        super().__init__(**kwargs)
+        self.max_length, self.output_dim = max_length, output_dim
+        self.activation = keras.activations.get(activation)
+        self.w1 = keras.layers.Dense(output_dim, use_bias=False)  # W_1
+        self.w2 = keras.layers.Dense(output_dim, use_bias=False)  # W_2
+        self.w3 = LearnedPositionalEmbedding(max_length)  # rows W_3 e_t
+
+    def build(self, input_shape):
+        self.w2.build(input_shape)
+        self.w3.build(tuple(input_shape[:-1]) + (self.output_dim,))
+        self.b = self.add_weight(shape=(self.output_dim,), initializer="zeros")
+        self.w1.build(tuple(input_shape[:-1]) + (self.output_dim,))
+
+    def call(self, x):
+        hidden = self.w2(x)  # (B, T, p~): W_2 x^(t)
+        hidden = hidden + self.w3(hidden) + self.b  # + W_3 e_t + b
+        return self.w1(self.activation(hidden))  # W_1 S(...)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "max_length": self.max_length,
+            "output_dim": self.output_dim,
+            "activation": keras.activations.serialize(self.activation),
+        }
+
+
+vocabulary = 100
 embedding = TokenAndPositionEmbedding(
-    vocabulary_size=100, max_length=max_length, embedding_dim=width
+    vocabulary_size=vocabulary, max_length=max_length, embedding_dim=width
 )
-embedding.build((None, None))
+token_ids = np.array([[5, 17, 5, 42, 99]], "int32")
+reference = np.asarray(embedding(token_ids))  # (1, 5, D)
+one_hot_tokens = np.eye(vocabulary, dtype="float32")[token_ids]  # x^(t), p = V
+
+special = JointPositionEncoding(max_length, width, activation="linear")
+special.build((None, None, vocabulary))
+special.w2.set_weights([np.asarray(embedding.token_embedding.embeddings)])  # W_2
+special.w3.set_weights([np.asarray(embedding.position_embedding.embeddings)])  # W_3
+special.w1.set_weights([np.eye(width, dtype="float32")])  # W_1 = I; b = 0 already
+np.testing.assert_allclose(np.asarray(special(one_hot_tokens)), reference, atol=1e-6)
+print("Eq. (7.28) with W_1 = I, S = identity, b = 0 equals TokenAndPositionEmbedding")
+
+general = JointPositionEncoding(max_length, width, activation="relu")
+general.build((None, None, vocabulary))
+general.set_weights(special.get_weights())
+general.w1.set_weights([np.asarray(keras.random.normal((width, width), seed=3))])
+gap = float(np.abs(np.asarray(general(one_hot_tokens)) - reference).max())
+print(f"with S = ReLU and a random W_1: max |difference| = {gap:.3f}")
+assert gap > 1e-2
+
+extra = general.count_params() - embedding.count_params()
 print(
     f"TokenAndPositionEmbedding, learned: {embedding.count_params()} parameters "
-    f"= 100 x {width} (tokens) + {max_length} x {width} (positions)"
+    f"= {vocabulary} x {width} (tokens) + {max_length} x {width} (positions); "
+    f"Eq. (7.28) in general: {general.count_params()} (+{extra} = W_1 and b)"
 )
-assert embedding.count_params() == 100 * width + max_length * width
+assert embedding.count_params() == vocabulary * width + max_length * width
+assert extra == width * width + width
 
 # %% [markdown]
 # Appending $e_t$ and then applying any linear map (the first thing attention
@@ -267,7 +345,9 @@ assert abs(dots[(10, 3)] - dots[(1007, 1000)]) < 1e-2
 # Eq. (7.30) adds a $p_e = p$ code instead, and the width stays $p$. Width is
 # what the blocks pay for: every matrix of Eq. (7.32) is $p$ on one side.
 # With the book's $p = 512$, a code of the same size appended doubles the
-# width of every block that follows:
+# width of every block that follows, and multiplies its parameters by about
+# 2.7 (8,395,776 against 3,150,336): the attention matrices grow as $p^2$,
+# the feed-forward layer (inner width 2048) as $p$.
 
 
 # %%
@@ -283,7 +363,8 @@ print(
     f"encoder block at width 1024 (code appended): {appended_block:,} "
     f"({appended_block / added_block:.2f}x)"
 )
-assert added_block == 3_150_336
+assert added_block == 3_150_336 and appended_block == 8_395_776
+assert round(appended_block / added_block, 1) == 2.7
 
 # %% [markdown]
 # ### A measured comparison on a task that needs positions
@@ -296,7 +377,8 @@ assert added_block == 3_150_336
 #
 # - no positions;
 # - one-hot positions appended ($\tilde p = p + T$);
-# - learned positions added (Eq. 7.28, `LearnedPositionalEmbedding`);
+# - learned positions added (`LearnedPositionalEmbedding`, the linear case
+#   of Eq. 7.28);
 # - sinusoids added (Eq. 7.30);
 # - sinusoids appended ($\tilde p = 2p$, `mode="concat"`).
 
@@ -461,5 +543,8 @@ plt.show()
 # outputs, reversed inputs reversed outputs). A one-hot position, a learned
 # position table and the sinusoidal code each restore order; the package's
 # sinusoidal table matches Eq. (7.29) to float32 precision and redraws Fig.
-# 7.14. Adding the code keeps the model width $p$, where appending a
-# $p$-wide code would double it, and with it the size of every block.
+# 7.14. The learned table is the linear special case of Eq. (7.28) ($W_1 = I$,
+# $S$ the identity, $b = 0$), which the general form built from Keras layers
+# reproduces exactly. Adding the code keeps the model width $p$, where
+# appending a $p$-wide code would double it and make a $p = 512$ block about
+# 2.7 times larger.
