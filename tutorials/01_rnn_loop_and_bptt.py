@@ -9,7 +9,11 @@
 # initialization, the gradient that reaches the first input shrinks
 # geometrically with the length T for SimpleRNN, LSTM and GRU (a path of T
 # Jacobians, Eq. 7.12), but only like 1/T for a Transformer encoder block,
-# whose path from any input to any output has constant length.
+# whose path from any input to any output has constant length. Truncated
+# backpropagation through time (Eq. 7.13) is implemented and compared with
+# the full gradient, gradient clipping (`clipnorm`) is shown taming the
+# exploding case, and the TBPTT chunk explains why $T < d$ for RNNs in the
+# operation counts.
 
 # %%
 import os
@@ -239,7 +243,7 @@ print("* = a miss where the training sentences continue the prefix in several wa
 
 # %%
 def bptt_by_hand(x, u, W_hh, W_hx, b_h):
-    """Adjoints, dC/dW_hh and dC/dx(1) for C = u . h(T), one sequence."""
+    """Adjoints, the per-step terms of dC/dW_hh and dC/dx(1) for C = u . h(T)."""
     states, pre = rnn_loop(x[None], W_hh, W_hx, b_h)
     states, pre = states[0], pre[0]  # (T, m)
     previous = np.vstack([np.zeros((1, W_hh.shape[0])), states[:-1]])  # h(t-1)
@@ -248,14 +252,16 @@ def bptt_by_hand(x, u, W_hh, W_hx, b_h):
     zeta[-1] = u
     for t in range(len(states) - 2, -1, -1):
         zeta[t] = W_hh.T @ (slope[t + 1] * zeta[t + 1])  # Eq. (7.6), (7.11)
-    grad_W_hh = sum(np.outer(slope[t] * zeta[t], previous[t]) for t in range(len(zeta)))
+    # Eq. (7.9)-(7.10): step t adds diag(sigma-dot(a(t))) zeta(t) h(t-1)^T.
+    terms = np.einsum("ti,tj->tij", slope * zeta, previous)  # (T, m, m)
     grad_x1 = W_hx.T @ (slope[0] * zeta[0])
-    return zeta, grad_W_hh, grad_x1
+    return zeta, terms, grad_x1
 
 
 u = np.random.default_rng(1).normal(size=m)
 sequence = x[0].astype("float64")  # (T, p)
-zeta, grad_W_hh, grad_x1 = bptt_by_hand(sequence, u, W_hh, W_hx, b_h)
+zeta, terms, grad_x1 = bptt_by_hand(sequence, u, W_hh, W_hx, b_h)
+grad_W_hh = terms.sum(axis=0)
 
 x_tensor = tf.constant(x[:1])
 with tf.GradientTape() as tape:
@@ -314,7 +320,214 @@ print(
 )
 
 # %% [markdown]
-# ## 5. The gradient of the last output with respect to the first input
+# ## 5. Truncated backpropagation through time, Eq. (7.13)
+#
+# Why the far past matters: the chapter's example is a text whose blank can
+# only be filled in from a word near its start,
+#
+# > Slava grew up in Ukraine before he moved around the world, first to the
+# > United States, and then to Australia. He loves teaching languages and is
+# > an avid teacher of his own mother tongue _.
+#
+# Section 4 says what happens to the adjoint that has to carry "Ukraine" to
+# the blank: it shrinks or grows geometrically with the distance. When it
+# shrinks, the chapter picks a $T_0 < T$ (its example: $T = 300$,
+# $T_0 = 250$), sets $\zeta^{(t)} = 0$ for $t < T_0$, and the gradient
+# (7.10) keeps only the near terms:
+#
+# $$g_W \approx \frac{1}{T} \sum_{t=T_0}^{T} \sum_{\tau=T_0}^{t}
+#   \sum_{j=1}^{m} \frac{\partial h_j^{(\tau)}}{\partial W}\,
+#   \zeta_j^{(\tau)}. \qquad (7.13)$$
+#
+# For the loss of the last state, $C = u^\top h^{(T)}$ of Section 3, the sums
+# over $t$ reduce to $t = T$ (and $1/T$ is a constant), so (7.13) is the sum
+# of the per-step terms `bptt_by_hand` returns, from $\tau = T_0$ on: 51 of
+# the 300. An automatic-differentiation framework gets the same truncation
+# from one line, which hands the state $h^{(T_0 - 1)}$ to the remaining steps
+# as a constant (`tf.stop_gradient`): the forward pass is unchanged, and no
+# adjoint flows back past it. Practical *truncated BPTT* does this every $k$
+# steps: it cuts a long stream into chunks, carries the state from one chunk
+# into the next (Keras' `stateful=True`, or `initial_state=` as below) and
+# backpropagates within the chunk only. `tbptt_gradient` cuts the sequence
+# into chunks of `chunk` steps counted back from $T$, so its last chunk
+# starts at $T_0 = T - \text{chunk} + 1$.
+
+# %%
+T_BOOK, T0_BOOK = 300, 250
+long_x = np.random.default_rng(2).normal(size=(1, T_BOOK, p))  # (1, T, p)
+long_rnn = keras.layers.SimpleRNN(m, return_state=True, dtype="float64")
+long_rnn(long_x[:, :1])  # builds the weights
+initial_kernel = keras.ops.convert_to_numpy(long_rnn.cell.recurrent_kernel)
+W_hx_long = keras.ops.convert_to_numpy(long_rnn.cell.kernel).T  # (m, p)
+b_h_long = keras.ops.convert_to_numpy(long_rnn.cell.bias)  # (m,)
+
+
+def tbptt_gradient(layer, x, u, chunk):
+    """dC/dW_hh, dC/dx and h(T) for C = u . h(T), backpropagating in chunks.
+
+    Chunks of `chunk` steps are counted back from T (the first one takes
+    what is left); `chunk >= T` is full backpropagation through time.
+    """
+    x = tf.constant(x)
+    T = x.shape[1]
+    starts = [0] + list(range(T - chunk, 0, -chunk))[::-1]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        h = tf.zeros((x.shape[0], layer.units), dtype=x.dtype)  # h(0) = 0
+        for start, end in zip(starts, starts[1:] + [T]):
+            # The state carries over; its adjoint does not: zeta(tau) = 0 for
+            # every tau before this chunk, Eq. (7.13).
+            _, h = layer(x[:, start:end], initial_state=tf.stop_gradient(h))
+        loss = tf.reduce_sum(h[0] * u)
+    grad_W, grad_x = tape.gradient(loss, [layer.cell.recurrent_kernel, x])
+    as_numpy = keras.ops.convert_to_numpy
+    return as_numpy(grad_W).T, as_numpy(grad_x)[0], as_numpy(h)[0]
+
+
+chunk = T_BOOK - T0_BOOK + 1  # the last chunk is tau = T0 .. T
+full, _, h_full = tbptt_gradient(long_rnn, long_x, u, chunk=T_BOOK)
+truncated, grad_x, h_chunked = tbptt_gradient(long_rnn, long_x, u, chunk)
+W_hh_long = initial_kernel.T  # book layout, (m, m)
+_, long_terms, _ = bptt_by_hand(long_x[0], u, W_hh_long, W_hx_long, b_h_long)
+np.testing.assert_allclose(full, long_terms.sum(axis=0), rtol=1e-7, atol=1e-12)
+np.testing.assert_allclose(
+    truncated, long_terms[T0_BOOK - 1 :].sum(axis=0), rtol=1e-7, atol=1e-12
+)
+np.testing.assert_allclose(h_chunked, h_full, atol=1e-12)  # the same forward pass
+assert chunk == len(long_terms[T0_BOOK - 1 :]) == 51 and T0_BOOK - 1 == 249
+assert np.all(grad_x[: T0_BOOK - 1] == 0.0)  # no input before T0 is reached
+print(
+    f"tape and hand agree: full BPTT, Eq. (7.10), and (7.13) keeping {chunk} of "
+    f"{T_BOOK} terms; dC/dx(t) = 0 for every t < {T0_BOOK} after truncation"
+)
+
+# How much of the full gradient the dropped terms hold, as initialized and
+# with W_hh doubled (the sums by hand, checked against the tape above).
+dropped_share, adjoint_growth = {}, {}
+for scale in (1.0, 2.0):
+    long_zeta, long_terms, _ = bptt_by_hand(
+        long_x[0], u, scale * W_hh_long, W_hx_long, b_h_long
+    )
+    # |zeta(1)| / |zeta(T0)|: below 1 when adjoints shrink on the way back.
+    adjoint_growth[scale] = np.linalg.norm(long_zeta[0]) / np.linalg.norm(
+        long_zeta[T0_BOOK - 1]
+    )
+    full_sum = long_terms.sum(axis=0)  # Eq. (7.10): tau = 1 .. T
+    truncated_sum = long_terms[T0_BOOK - 1 :].sum(axis=0)  # Eq. (7.13)
+    dropped_share[scale] = np.linalg.norm(full_sum - truncated_sum) / np.linalg.norm(
+        full_sum
+    )
+    print(
+        f"W_hh x {scale}: |full - truncated| / |full| = {dropped_share[scale]:.1e}; "
+        f"|zeta(1)| / |zeta(T0)| = {adjoint_growth[scale]:.1e}"
+    )
+assert dropped_share[1.0] < 1e-6 and dropped_share[2.0] > 0.5
+assert adjoint_growth[1.0] < 1.0 < adjoint_growth[2.0]
+
+# %% [markdown]
+# Both implementations agree with the sums by hand, and the chunked forward
+# pass ends in the same state as the whole one. What truncation changes
+# depends on the adjoints. With the weights as initialized, the 249 dropped
+# terms hold less than one part in a million of the gradient: the backward
+# pass over them is wasted work, and skipping it is what makes long
+# sequences affordable. With $W_{hh}$ doubled, the adjoints grow on their way
+# back and the dropped terms are more than half of the gradient: (7.13) is
+# then no approximation of (7.10) at all. In both cases the inputs before
+# $T_0$ get exactly zero gradient, so an update can never learn that they
+# matter.
+#
+# That is the blank's problem. Feed the 34 words before it (as random word
+# vectors) to the same layer, and take the state after "tongue" as the one
+# that predicts the blank; "Ukraine" is 29 steps back. Full BPTT reaches it
+# with a faint gradient; TBPTT with chunks of 20 words does not reach it.
+
+# %%
+SLAVA = (
+    "Slava grew up in Ukraine before he moved around the world, first to the "
+    "United States, and then to Australia. He loves teaching languages and is "
+    "an avid teacher of his own mother tongue _"
+)
+words = SLAVA.split()
+blank, clue = len(words), words.index("Ukraine") + 1  # 1-based positions
+assert (blank, clue) == (35, 5) and blank - 1 - clue == 29
+vocabulary = sorted(set(words))
+word_vectors = np.random.default_rng(3).normal(size=(len(vocabulary), p))
+slava_x = word_vectors[[vocabulary.index(w) for w in words[:-1]]][None]  # (1, 34, p)
+_, full_x, _ = tbptt_gradient(long_rnn, slava_x, u, chunk=blank - 1)
+_, chunked_x, _ = tbptt_gradient(long_rnn, slava_x, u, chunk=20)
+last_word = np.linalg.norm(full_x[-1])
+reach = np.linalg.norm(full_x[clue - 1]) / last_word
+print(f"|dC/dx| at 'tongue' (step {blank - 1}): {last_word:.2e}")
+print(f"at 'Ukraine' (step {clue}), full BPTT: {reach:.1e} of that")
+print(f"at 'Ukraine', chunks of 20: {np.linalg.norm(chunked_x[clue - 1]):.1f}")
+assert 0.0 < reach < 1e-2 and np.all(chunked_x[clue - 1] == 0.0)
+
+# %% [markdown]
+# ## 6. Gradient clipping on the exploding case
+#
+# The other way out of Section 4 is the $\rho = 1.1$ curve: adjoints that grow
+# by a tenth per step, $1.1^{100} \approx 1.4 \times 10^4$ over 100 steps. The
+# chapter's remedy for exploding gradients is to clip them (Sec. 5.4). A
+# Keras optimizer does it when built with `clipnorm=c`: before the update,
+# each weight's gradient $g$ becomes $g \min(1, c / \lVert g \rVert)$
+# (`global_clipnorm=c` does the same with the norm of all the gradients
+# together). We take the linear RNN of Eq. (7.12), whose $W_{hh}$ is
+# orthogonal times 1.1 (`Orthogonal(gain=1.1)`), fit its state after
+# $T = 100$ steps to random targets with plain SGD (learning rate $10^{-3}$),
+# and measure each update $\lVert \Delta W \rVert$, without clipping and with
+# `clipnorm=1`.
+
+# %%
+LEARNING_RATE, CLIPNORM, CLIP_STEPS = 1e-3, 1.0, 2
+clip_x = np.random.default_rng(4).normal(size=(16, 100, p)).astype("float32")
+clip_y = np.random.default_rng(5).normal(size=(16, m)).astype("float32")
+update_norms, losses = {}, {}
+for clipnorm in (None, CLIPNORM):
+    keras.utils.set_random_seed(0)
+    linear_rnn = keras.layers.SimpleRNN(
+        m,
+        activation=None,  # Eq. (7.12) drops the activation
+        recurrent_initializer=keras.initializers.Orthogonal(gain=1.1),
+    )
+    linear_rnn.build((None, None, p))
+    moduli = np.abs(np.linalg.eigvals(linear_rnn.cell.recurrent_kernel.numpy()))
+    np.testing.assert_allclose(moduli, 1.1, rtol=1e-5)  # rho = 1.1
+    optimizer = keras.optimizers.SGD(LEARNING_RATE, clipnorm=clipnorm)
+    update_norms[clipnorm], losses[clipnorm] = [], []
+    for _ in range(CLIP_STEPS):
+        before = [w.numpy() for w in linear_rnn.trainable_weights]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((linear_rnn(clip_x) - clip_y) ** 2)
+        gradients = tape.gradient(loss, linear_rnn.trainable_weights)
+        optimizer.apply(gradients, linear_rnn.trainable_weights)
+        steps_taken = [
+            w.numpy() - b for w, b in zip(linear_rnn.trainable_weights, before)
+        ]
+        update_norms[clipnorm].append([np.linalg.norm(s) for s in steps_taken])
+        losses[clipnorm].append(float(loss))
+    label = "no clipping" if clipnorm is None else f"clipnorm={clipnorm}"
+    for step, (loss, norms) in enumerate(zip(losses[clipnorm], update_norms[clipnorm])):
+        sizes = ", ".join(f"{n:.1e}" for n in norms)
+        print(
+            f"{label:<14} step {step + 1}: loss {loss:.3e}, |update| per weight {sizes}"
+        )
+
+unclipped, clipped = np.array(update_norms[None]), np.array(update_norms[CLIPNORM])
+assert abs(1.1**100 - 1.4e4) < 0.05e4  # the growth over 100 steps, Section 4
+assert unclipped[0].max() > 1e4 and np.isnan(losses[None][1])
+assert np.all(clipped <= LEARNING_RATE * CLIPNORM * (1 + 1e-4))
+assert np.all(np.diff(losses[CLIPNORM]) < 0)
+
+# %% [markdown]
+# Without clipping the first update moves a weight by more than $10^4$,
+# which throws the model so far that the next loss is no longer a number
+# (`nan`). With `clipnorm=1` no weight moves by more than
+# $10^{-3}$, the learning rate times $c$, and the loss goes down. Clipping
+# bounds the step, not the recursion: the forward pass of this model still
+# grows like $1.1^T$, which is why its loss is large.
+
+# %% [markdown]
+# ## 7. The gradient of the last output with respect to the first input
 #
 # The quantity that decides whether a model can learn that $x^{(1)}$ matters
 # for $\hat y^{(T)}$ is the Jacobian $\partial y^{(T)} / \partial x^{(1)}$. In an
@@ -426,3 +639,32 @@ for name, values in norms.items():
         assert 1 / 4 < ratio / (LENGTHS[0] / LENGTHS[-1]) < 4
     else:
         assert per_step < 0.9 and ratio < 1e-10
+
+# %% [markdown]
+# ## 8. Why $T$ is a chunk, and why then $T < d$
+#
+# The table of Section 7 leaves out the number of operations: a recurrent
+# layer multiplies a $d \times d$ matrix with a vector at each of $T$ steps,
+# $\mathcal{O}(T d^2)$, and self attention forms $T^2$ dot products of length
+# $d$, $\mathcal{O}(T^2 d)$ (notebook 08 counts and times both). Attention is
+# cheaper exactly when $T < d$. For a recurrent network, the $T$ in these
+# counts is not the length of the text: trained with TBPTT, it is the chunk
+# length, the stretch the backward pass runs over, and Sections 5 and 6 are
+# why it is kept short (the adjoints past a few tens of steps have vanished,
+# or they explode). The lecture notes give chunks of $T = 64$ with states of
+# $d \ge 256$, so $T < d$; a Transformer's path length is constant, so it is
+# trained on windows longer than its width (below, 2,048 tokens at
+# $d = 768$). Backpropagating through all 300 steps of Section 5 at
+# $d = 256$ would also put an RNN on the $T > d$ side.
+
+# %%
+print(f"{'':<26}{'T':>6}{'d':>6}{'RNN T d^2':>16}{'attention T^2 d':>18}")
+for setting, T_, d_ in [
+    ("RNN chunk (TBPTT)", 64, 256),
+    ("the whole of Section 5", T_BOOK, 256),
+    ("Transformer window", 2048, 768),
+]:
+    rnn_ops, attention_ops = T_ * d_**2, T_**2 * d_
+    print(f"{setting:<26}{T_:>6}{d_:>6}{rnn_ops:>16,}{attention_ops:>18,}")
+    assert (attention_ops < rnn_ops) == (T_ < d_)
+assert 64 * 256**2 == 4 * 64**2 * 256 == 4_194_304  # a chunk: attention 4x fewer
