@@ -35,7 +35,7 @@ def requires_tensorflow():
 
 
 def run_cli(*args, cwd=None, timeout=240):
-    """`python -m zoo.cli ARGS` in a fresh process.
+    """`keras-seq ARGS` (`python -m keras_seq_cli`) in a fresh process.
 
     Returns:
         `(returncode, stderr lines without TensorFlow's start-up logs,

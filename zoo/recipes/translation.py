@@ -277,6 +277,11 @@ def train_translator(
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     started = time.time()
+    if verbose:
+        print(
+            f"training the WordPiece vocabularies on {len(corpus.train):,} pairs...",
+            flush=True,
+        )
     vocabularies = build_vocabularies(
         corpus.train, vocabulary_size, output_dir, shared=shared_vocabulary
     )

@@ -235,7 +235,18 @@ def test_train_every_family(tmp_path, family, data_kind, expect):
     evaluated = _run("evaluate", "--model-dir", str(out))
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     assert json.loads(evaluated.stdout.strip().splitlines()[-1])
+    if family == "classifier":
+        classified = _run("classify", "--model-dir", str(out), "du is good", "")
+        assert classified.returncode == 0, classified.stderr[-2000:]
+        rows = [line.split("\t") for line in classified.stdout.splitlines()]
+        assert len(rows) == 2  # one line per input, the blank one too
+        assert all(label in ("0", "1") and 0.5 <= float(p) <= 1 for label, p in rows)
     if family == "language-model":
+        generated = _run("generate", "--model-dir", str(out), "you he", "she")
+        assert generated.returncode == 0, generated.stderr[-2000:]
+        lines = generated.stdout.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("you he")
+        assert lines[1].startswith("she") and len(lines[1].split()) > 1
         sample = result.stdout.split("sample: ")[1].splitlines()[0]
         # The prompt is the start of the first validation line (line 1).
         assert sample.split()[:4] == (_ENGLISH[1:] + _ENGLISH[:1])[:4]
@@ -256,3 +267,25 @@ def test_export_then_translate_through_the_saved_model(translator_dir, tmp_path)
     assert served.stdout == direct.stdout
     again = _run("export", "--model-dir", str(out), "--export-dir", str(tmp_path))
     assert again.returncode == 1 and "already holds version 1" in again.stderr
+
+
+def test_train_translator_on_jax_with_mixed_bfloat16(tmp_path):
+    """The GPU path (tf.data on the host feeding JAX, bfloat16), on the CPU."""
+    data = _write_pairs(tmp_path / "pairs.tsv")
+    out = tmp_path / "jax"
+    command = [
+        sys.executable, "-m", "keras_seq_cli", "train", "translator", "--data",
+        str(data), "--preset", "tiny", "--epochs", "1", "--beam-width", "1",
+        "--precision", "mixed_bfloat16", "--output-dir", str(out),
+    ]  # fmt: skip
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, KERAS_BACKEND="jax"),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["epochs"] == 1 and 0.0 <= run["bleu_greedy"] <= 100.0
+    assert "test BLEU" in result.stdout and "greedy" in result.stdout

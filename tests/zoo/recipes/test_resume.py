@@ -38,7 +38,7 @@ def _write_pairs(path, count=3000, seed=0):
 
 def _command(data, output_dir):
     return [
-        sys.executable, "-m", "zoo.cli", "train", "translator",
+        sys.executable, "-m", "keras_seq_cli", "train", "translator",
         "--data", str(data), "--preset", "tiny", "--epochs", str(EPOCHS),
         "--seed", "0", "--vocabulary-size", "300", "--deterministic",
         # The mean of the last 3 epochs: epoch 2's copy must survive the kill.
@@ -107,7 +107,11 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     assert 2 <= interrupted_at < EPOCHS
     assert not (resumed / "model.keras").exists()
 
-    _run(_command(data, resumed))  # the same command again
+    again = _run(_command(data, resumed))  # the same command again
+    assert (
+        f"resuming the interrupted run in {resumed} after epoch {interrupted_at} "
+        f"(of at most {EPOCHS})"
+    ) in again.stdout
     assert not (resumed / "backup").exists(), "a finished run removes its backup"
     assert not (resumed / "average").exists(), "and its epochs' copies"
 
