@@ -56,25 +56,46 @@ def check_token_ids(token_ids, name="token_ids", vocabulary_size=None):
             f"`{name}` must hold integer token ids (int32 or int64); "
             f"received dtype {dtype}."
         )
-    if vocabulary_size is not None and _is_concrete(token_ids):
-        values = np.asarray(ops.convert_to_numpy(token_ids))
-        if values.size and (values.min() < 0 or values.max() >= vocabulary_size):
-            raise ValueError(
-                f"`{name}` must lie in [0, {vocabulary_size}) "
-                f"(vocabulary_size={vocabulary_size}); received values in "
-                f"[{values.min()}, {values.max()}]."
-            )
+    if vocabulary_size is not None:
+        check_id_range(token_ids, name, vocabulary_size)
 
 
-def _is_concrete(x):
-    """True for eager tensors whose values can be read without tracing."""
+def check_id_range(ids, name, size, size_name="vocabulary_size"):
+    """Refuse concrete ids outside `[0, size)`; symbolic ids pass unread.
+
+    An embedding lookup past its table does not fail the same way on every
+    backend: TensorFlow raises from inside the graph, JAX reads NaN. Ids
+    that can be read are therefore checked before they reach one.
+
+    Args:
+        ids: array or tensor of integer ids, any shape.
+        name: the argument name to cite in the error message.
+        size: int, the number of valid ids.
+        size_name: what `size` is called in the message, e.g.
+            `"num_classes"` for class labels.
+
+    Raises:
+        ValueError: when an id is negative or at least `size`.
+    """
+    values = _concrete_values(ids)
+    if values is None or not values.size:
+        return
+    low, high = values.min(), values.max()
+    if low < 0 or high >= size:
+        raise ValueError(
+            f"`{name}` must lie in [0, {size}) ({size_name}={size}); "
+            f"received values in [{low}, {high}]."
+        )
+
+
+def _concrete_values(x):
+    """`x` as a NumPy array, or `None` when it is traced or symbolic."""
     if isinstance(x, np.ndarray):
-        return True
+        return x
     try:
-        ops.convert_to_numpy(x)
+        return np.asarray(ops.convert_to_numpy(x))
     except Exception:  # Tracers and symbolic tensors cannot be read.
-        return False
-    return True
+        return None
 
 
 def padding_mask(token_ids, padding_id=PADDING_ID):

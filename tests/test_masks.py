@@ -30,6 +30,31 @@ def test_check_token_ids_range():
         masks.check_token_ids(np.array([[1, 12]]), vocabulary_size=10)
 
 
+def test_check_id_range_message_names_the_bound():
+    with pytest.raises(ValueError) as info:
+        masks.check_id_range(np.array([0, 1, 5]), "y", 2, "num_classes")
+    assert str(info.value) == (
+        "`y` must lie in [0, 2) (num_classes=2); received values in [0, 5]."
+    )
+    with pytest.raises(ValueError) as info:
+        masks.check_token_ids(np.array([[-3, 4]]), "decoder_token_ids", 10)
+    assert str(info.value) == (
+        "`decoder_token_ids` must lie in [0, 10) (vocabulary_size=10); "
+        "received values in [-3, 4]."
+    )
+    # The ends of the range and empty batches pass.
+    masks.check_id_range(np.array([[0, 9]]), "token_ids", 10)
+    masks.check_id_range(np.zeros((0, 4), "int32"), "token_ids", 10)
+
+
+def test_check_id_range_leaves_symbolic_ids_unread():
+    # A symbolic tensor has no values to check: the graph it builds is the
+    # same for every batch.
+    symbolic = keras.KerasTensor((None, 4), dtype="int32")
+    masks.check_id_range(symbolic, "token_ids", 10)
+    masks.check_token_ids(symbolic, vocabulary_size=10)
+
+
 def test_causal_mask_square_is_lower_triangular():
     np.testing.assert_array_equal(
         np.asarray(masks.causal_mask(4, 4)), np.tril(np.ones((4, 4), bool))

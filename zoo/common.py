@@ -4,7 +4,7 @@ import inspect
 
 import keras
 
-from keras_seq.masks import check_token_ids
+from keras_seq.masks import check_id_range, check_token_ids
 
 
 def hyperparameters(model_cls):
@@ -22,6 +22,14 @@ def hyperparameters(model_cls):
     )
 
 
+# The hyperparameter that bounds the ids of each input, by input name.
+INPUT_VOCABULARIES = {
+    "token_ids": "vocabulary_size",
+    "encoder_token_ids": "source_vocabulary_size",
+    "decoder_token_ids": "target_vocabulary_size",
+}
+
+
 class TokenIdsModel(keras.Model):
     """A functional model whose every input is a batch of token ids.
 
@@ -29,9 +37,28 @@ class TokenIdsModel(keras.Model):
     `keras.Input`s, which would truncate float ids (5.7 becomes 5) without a
     word; `call` refuses them first, naming the input.
 
+    An id past the vocabulary does not fail alike on every path: inside a
+    compiled step TensorFlow's gather raises `InvalidArgumentError` and
+    JAX's reads NaN. So ids that can be read are checked before any graph
+    runs, with the `ValueError` of `keras_seq.masks.check_id_range` that
+    names the input and the range: in an eager `call`, and in `fit`,
+    `evaluate`, `predict` and the `*_on_batch` methods for arrays and
+    tensors (`x`, integer `y` and `validation_data`). A `tf.data.Dataset`
+    or a generator is read batch by batch inside the compiled step, so its
+    ids are not checked: an id out of range there fails with TensorFlow's
+    `InvalidArgumentError` on the TensorFlow backend and gives NaN logits
+    and losses on JAX. The `keras_seq.text` pipelines only hold ids of the
+    tokenizer's vocabulary, which is the model's when both come from one
+    run.
+
+    Subclasses name the hyperparameter that bounds integer targets in
+    `label_bound` (`None`: targets are not checked).
+
     Its config is its constructor's arguments (`hyperparameters`), each
     stored by the subclass under its own name, plus `name` and `trainable`.
     """
+
+    label_bound = None
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable}
@@ -44,16 +71,91 @@ class TokenIdsModel(keras.Model):
         return cls(**config)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        if isinstance(inputs, dict):
-            named = list(inputs.items())
-        elif isinstance(inputs, (list, tuple)) and len(inputs) == len(self.inputs) > 1:
-            named = [(spec.name, value) for spec, value in zip(self.inputs, inputs)]
-        else:
-            named = [(self.inputs[0].name, inputs)]
-        for name, value in named:
+        for name, value in self._named_inputs(inputs):
             if hasattr(value, "shape") and hasattr(value, "dtype"):
-                check_token_ids(value, name)
+                check_token_ids(value, name, self._vocabulary_of(name))
         return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def label_size(self):
+        """`(size, size_name)` bounding integer targets, or `None`."""
+        if self.label_bound is None:
+            return None
+        return getattr(self, self.label_bound), self.label_bound
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        arguments = _bind(keras.Model.fit, x, y, *args, **kwargs)
+        self._check_data(x, y)
+        validation = arguments.get("validation_data")
+        if isinstance(validation, (list, tuple)) and 2 <= len(validation) <= 3:
+            self._check_data(validation[0], validation[1], "validation_data")
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        self._check_data(x, y)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self._check_data(x)
+        return super().predict(x, *args, **kwargs)
+
+    def train_on_batch(self, x, y=None, *args, **kwargs):
+        self._check_data(x, y)
+        return super().train_on_batch(x, y, *args, **kwargs)
+
+    def test_on_batch(self, x, y=None, *args, **kwargs):
+        self._check_data(x, y)
+        return super().test_on_batch(x, y, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        self._check_data(x)
+        return super().predict_on_batch(x)
+
+    def _named_inputs(self, inputs):
+        """`(input name, value)` pairs of a dict, a list or a single input."""
+        if isinstance(inputs, dict):
+            return list(inputs.items())
+        if isinstance(inputs, (list, tuple)) and len(inputs) == len(self.inputs) > 1:
+            return [(spec.name, value) for spec, value in zip(self.inputs, inputs)]
+        return [(self.inputs[0].name, inputs)]
+
+    def _vocabulary_of(self, input_name):
+        return getattr(self, INPUT_VOCABULARIES.get(input_name, ""), None)
+
+    def _check_data(self, x, y=None, prefix=None):
+        """Refuses ids and integer targets out of range in arrays and tensors.
+
+        Datasets, generators and anything else without a shape and dtype
+        pass unread, to be read batch by batch by Keras. Inputs are named
+        as `call` names them; inside `validation_data`, by their place in
+        it (`validation_data[0]['encoder_token_ids']`).
+        """
+        for input_name, value in self._named_inputs(x):
+            if not _is_array(value):
+                continue
+            name = input_name
+            if prefix is not None:
+                name = f"{prefix}[0]"
+                if value is not x:
+                    name += f"[{input_name!r}]"
+            check_token_ids(value, name, self._vocabulary_of(input_name))
+        label_size = self.label_size()
+        if label_size is not None and _is_array(y) and _is_integer(y.dtype):
+            check_id_range(y, "y" if prefix is None else f"{prefix}[1]", *label_size)
+
+
+def _bind(method, *args, **kwargs):
+    """The arguments of a call to `method`, by name (without `self`)."""
+    bound = inspect.signature(method).bind(None, *args, **kwargs)
+    return bound.arguments
+
+
+def _is_array(value):
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _is_integer(dtype):
+    dtype = keras.backend.standardize_dtype(dtype)
+    return dtype.startswith("int") or dtype.startswith("uint")
 
 
 def final_norm(norm_first, epsilon, name):

@@ -94,6 +94,8 @@ class Classifier(TokenIdsModel):
     (2, 3)
     """
 
+    label_bound = "num_classes"
+
     def __init__(
         self,
         vocabulary_size=8000,
@@ -128,6 +130,13 @@ class Classifier(TokenIdsModel):
         # Config.
         for name, value in config.items():
             setattr(self, name, value)
+
+    def label_size(self):
+        # One logit is read by a binary loss, whose targets are 0/1 or
+        # probabilities, not ids below `num_classes`.
+        if self.num_classes == 1:
+            return None
+        return super().label_size()
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -167,6 +176,8 @@ class MaskedLanguageModel(TokenIdsModel):
         Devlin et al., "BERT: Pre-training of Deep Bidirectional
         Transformers for Language Understanding", NAACL 2019.
     """
+
+    label_bound = "vocabulary_size"
 
     def __init__(
         self,

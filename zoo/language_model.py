@@ -62,6 +62,8 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         (B, T, V) logits of the next token.
     """
 
+    label_bound = "vocabulary_size"
+
     def __init__(
         self,
         vocabulary_size=8000,

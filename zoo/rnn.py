@@ -168,6 +168,8 @@ class RNNLanguageModel(TokenIdsModel):
         Regularization", 2014.
     """
 
+    label_bound = "vocabulary_size"
+
     def __init__(
         self,
         vocabulary_size=8000,
@@ -314,6 +316,8 @@ class RNNSeq2Seq(TokenIdsModel):
         Cho et al., "Learning Phrase Representations using RNN
         Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
     """
+
+    label_bound = "target_vocabulary_size"
 
     def __init__(
         self,

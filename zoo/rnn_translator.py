@@ -146,6 +146,8 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
         Neural Machine Translation", EMNLP 2015.
     """
 
+    label_bound = "target_vocabulary_size"
+
     def __init__(
         self,
         source_vocabulary_size=8000,

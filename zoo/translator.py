@@ -73,6 +73,8 @@ class Translator(GenerativeModel, TokenIdsModel):
         (B, T, V) logits for the next target token at every position.
     """
 
+    label_bound = "target_vocabulary_size"
+
     def __init__(
         self,
         source_vocabulary_size=8000,
