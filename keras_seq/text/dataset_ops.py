@@ -38,7 +38,8 @@ def ordered_slices(tensors, shuffle, seed, epoch):
             `keras_seq.callbacks.ShuffleEpoch`), or `None`.
 
     Returns:
-        A `tf.data.Dataset` of the slices.
+        A `tf.data.Dataset` of the slices, whose `cardinality()` is their
+        number.
 
     Example:
 
@@ -71,6 +72,10 @@ def ordered_slices(tensors, shuffle, seed, epoch):
         return tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
 
     indices = tf.data.Dataset.from_tensors(0).map(epoch_number).flat_map(order)
+    # `flat_map` hides the length from tf.data; without it Keras learns an
+    # epoch's length by running out of data, with its "Your input ran out of
+    # data" warning, and a multi-worker split cannot cut the batches evenly.
+    indices = indices.apply(tf.data.experimental.assert_cardinality(size))
     return indices.map(take, num_parallel_calls=tf.data.AUTOTUNE)
 
 

@@ -61,6 +61,66 @@ def _fit(model, datasets, epochs, output_dir, minutes, shuffle_epoch, **options)
     ).history
 
 
+def check_class_labels(corpus):
+    """The number of classes K of a labelled corpus, whose labels are 0..K-1.
+
+    The classifier has one logit per id up to the largest label, so labels
+    {0, 5} would make six classes, four of which never occur; such labels
+    are refused rather than renumbered, since the ids name the classes.
+
+    Args:
+        corpus: an object with `train`, `validation` and `test` lists of
+            `(text, label)` pairs.
+
+    Returns:
+        K, an int.
+
+    Raises:
+        ValueError: when a label is not an integer, when the training labels
+            are not exactly 0..K-1 with K >= 2, or when the validation or
+            test labels hold an id the training labels lack.
+    """
+    found = {}
+    for split in ("train", "validation", "test"):
+        labels = set()
+        for _, label in getattr(corpus, split):
+            if isinstance(label, (bool, np.bool_)) or not isinstance(
+                label, (int, np.integer)
+            ):
+                raise ValueError(
+                    f"The labels of `corpus.{split}` must be integer class ids "
+                    f"0..K-1; received {label!r} ({type(label).__name__})."
+                )
+            labels.add(int(label))
+        found[split] = labels
+    num_classes = len(found["train"])
+    if num_classes < 2:
+        raise ValueError(
+            f"The labels of `corpus.train` must hold at least two classes, "
+            f"0 and 1; received {_show(found['train'])}."
+        )
+    if found["train"] != set(range(num_classes)):
+        raise ValueError(
+            f"The labels of `corpus.train` must be 0..K-1 with every class "
+            f"present (here 0..{num_classes - 1} for its {num_classes} distinct "
+            f"labels); received {_show(found['train'])}."
+        )
+    for split in ("validation", "test"):
+        if not found[split] <= found["train"]:
+            raise ValueError(
+                f"The labels of `corpus.{split}` must lie in 0..{num_classes - 1}, "
+                f"the classes of `corpus.train`; received {_show(found[split])}."
+            )
+    return num_classes
+
+
+def _show(labels, limit=10):
+    """A sorted set of labels, cut after `limit` of them."""
+    shown = sorted(labels)
+    text = ", ".join(str(label) for label in shown[:limit])
+    return "{" + text + (", ...}" if len(shown) > limit else "}")
+
+
 def train_classifier(
     corpus,
     output_dir,
@@ -102,10 +162,13 @@ def train_classifier(
     Returns:
         A dict with `model`, `tokenizer`, `history`, `test_accuracy` and
         `max_length`.
+
+    Raises:
+        ValueError: from `check_class_labels`, before anything is written.
     """
+    num_classes = check_class_labels(corpus)
     texts = [t for t, _ in corpus.train]
     vocabulary, tokenizer = _start(texts, output_dir, seed, vocabulary_size)
-    num_classes = int(max(label for _, label in corpus.train)) + 1
     with runtime.scope(strategy):
         model = build_classifier(
             preset, vocabulary_size=len(vocabulary), num_classes=num_classes,
