@@ -26,10 +26,15 @@ from zoo import build_classifier, build_language_model, build_masked_language_mo
 from zoo.recipes import runtime
 
 
-def _start(texts, output_dir, seed, vocabulary_size):
+def _start(texts, output_dir, seed, vocabulary_size, verbose):
     """Seeds the run; trains and saves `vocabulary.txt`; its tokenizer."""
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
+    if verbose:
+        print(
+            f"training the WordPiece vocabulary on {len(texts):,} texts...",
+            flush=True,
+        )
     vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
     text.save_vocabulary(vocabulary, os.path.join(output_dir, "vocabulary.txt"))
     return vocabulary, text.make_tokenizer(vocabulary)
@@ -168,7 +173,7 @@ def train_classifier(
     """
     num_classes = check_class_labels(corpus)
     texts = [t for t, _ in corpus.train]
-    vocabulary, tokenizer = _start(texts, output_dir, seed, vocabulary_size)
+    vocabulary, tokenizer = _start(texts, output_dir, seed, vocabulary_size, verbose)
     with runtime.scope(strategy):
         model = build_classifier(
             preset, vocabulary_size=len(vocabulary), num_classes=num_classes,
@@ -265,7 +270,9 @@ def train_language_model(
         A dict with `model`, `tokenizer`, `history`, `validation_perplexity`
         and `test_perplexity` (per WordPiece token) and `sequence_length`.
     """
-    vocabulary, tokenizer = _start(corpus.train, output_dir, seed, vocabulary_size)
+    vocabulary, tokenizer = _start(
+        corpus.train, output_dir, seed, vocabulary_size, verbose
+    )
     with runtime.scope(strategy):
         model = build_language_model(
             preset, vocabulary_size=len(vocabulary), **overrides
@@ -340,7 +347,7 @@ def train_masked_language_model(
         `validation_masked_accuracy` and `max_length`.
     """
     train, validation = corpus_texts
-    vocabulary, tokenizer = _start(train, output_dir, seed, vocabulary_size)
+    vocabulary, tokenizer = _start(train, output_dir, seed, vocabulary_size, verbose)
     with runtime.scope(strategy):
         model = build_masked_language_model(
             preset, vocabulary_size=len(vocabulary), **overrides
