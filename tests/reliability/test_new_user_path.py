@@ -93,9 +93,11 @@ ONE_LINE_CASES = [
     ("--output-dir not writable", [*TRAIN, "--output-dir", "/proc/sys/run"],
      r"^keras-seq: --output-dir /proc/sys/run: /proc/sys is not writable"),
     ("--data empty", ["train", "translator", "--data", "{empty}"],
-     r"^keras-seq: .*empty.tsv"),
+     r"^keras-seq: --data .*empty.tsv: 0 `source<TAB>target` lines; expected at "
+     r"least 3, one each for the training, validation and test splits\.$"),
     ("--data without tabs", ["train", "translator", "--data", "{no_tabs}"],
-     r"^keras-seq: .*no_tabs.tsv.*line 1"),
+     r"^keras-seq: --data .*no_tabs.tsv: 0 `source<TAB>target` lines \(skipped 2 "
+     r"malformed line\(s\) .*: lines 1, 2\); expected at least 3"),
     ("--beam-width for a classifier", ["train", "classifier", "--beam-width", "2"],
      r"^keras-seq: --beam-width applies to translator and rnn-translator"),
     ("--export-dir a file", ["export", "--model-dir", "{model}", "--export-dir",
