@@ -5,10 +5,14 @@
 # one fixed-size context vector $z^*$ (Fig. 7.9), and its accuracy falls as the
 # input grows; the encoder-decoder with attention (Fig. 7.10, Eq. 7.20–7.22)
 # looks back at every encoder state and does not. We train
-# `zoo.build_rnn_seq2seq` (with and without the input-reversal trick of
-# Sutskever et al.) and `zoo.build_rnn_translator` on the same synthetic copy
-# task with inputs of 5 to 40 tokens, and measure token accuracy against input
-# length and against the position in the output.
+# `zoo.build_rnn_seq2seq` in both forms of Fig. 7.9, (a) with the code only as
+# the decoder's initial state and (b) with the code also fed to every decoder
+# step (and (b) again with the input-reversal trick of Sutskever et al.), and
+# `zoo.build_rnn_translator` on the same synthetic copy task with inputs of 5
+# to 40 tokens, and measure token accuracy against input length and against
+# the position in the output. Teacher forcing (Eq. 7.3) and one step of the
+# attention decoder (Eq. 7.22) are written out next to the code that does
+# them.
 
 # %%
 import os
@@ -39,20 +43,34 @@ print(f"Keras {keras.__version__} on {keras.backend.backend()}; quick mode: {QUI
 # ## 1. The task: copy a random sequence
 #
 # A source is $L$ tokens drawn uniformly from 20 symbols, $L$ uniform in
-# 5..40 (5..30 in quick mode); the target is the same sequence followed by
+# 5..40 (5..20 in quick mode); the target is the same sequence followed by
 # `[END]`. Nothing about a token can be guessed from the others, so every
 # output token has to be carried from the input: a context vector has to hold
 # $L \log_2 20 \approx 4.3\,L$ bits, which grows with $L$, while its width is
 # fixed. Token ids follow the package's convention: 0 is padding, 2 and 3 are
-# `[START]` and `[END]`, the symbols are ids 5..24. The decoder is trained with
-# teacher forcing: it reads `[START]` and the target shifted right.
+# `[START]` and `[END]`, the symbols are ids 5..24.
+#
+# Every decoder below is a gated form (a GRU in place of $S_h$) of the
+# recursion (7.3), which feeds the previous output back in as an input:
+#
+# $$h^{(t)} = S_h\big(W_{hh} h^{(t-1)} + W_{hx}\big(x^{(t)}
+#   + \mathcal{T}(\hat y^{(t-1)})\big) + b_h\big), \qquad
+#   \hat y^{(t)} = S_y\big(W_{yh} h^{(t)} + b_y\big),$$
+#
+# where $\mathcal{T}$ turns an output into an input vector (here, a lookup in
+# the target embedding) and a decoder has no other input $x^{(t)}$, except
+# the code $z^*$ in Fig. 7.9 (b). Training uses *teacher forcing*: the reference
+# $y^{(t-1)}$ takes the place of the prediction $\hat y^{(t-1)}$, so the
+# decoder input at step $t$ is target token $t - 1$ (`[START]` at $t = 1$),
+# the target shifted right. That is one line of `copy_examples`.
 
 # %%
 SYMBOLS, FIRST_SYMBOL = 20, 5
 VOCABULARY = FIRST_SYMBOL + SYMBOLS
-MIN_LENGTH, MAX_LENGTH = 5, 30 if QUICK else 40
+MIN_LENGTH, MAX_LENGTH = 5, 20 if QUICK else 40
 UNITS = 64 if QUICK else 128
 STEPS, BATCH = (100, 64) if QUICK else (300, 64)
+TEST_EXAMPLES = 1000 if QUICK else 2000
 
 
 def copy_examples(count, seed):
@@ -66,6 +84,8 @@ def copy_examples(count, seed):
         tokens = rng.integers(FIRST_SYMBOL, VOCABULARY, size=length)
         sources[row, :length] = tokens
         decoder_inputs[row, 0] = START_ID
+        # Teacher forcing, Eq. (7.3) with y(t-1) for y-hat(t-1): the decoder
+        # reads the reference shifted right by one step.
         decoder_inputs[row, 1 : length + 1] = tokens
         labels[row, :length] = tokens
         labels[row, length] = END_ID
@@ -74,20 +94,29 @@ def copy_examples(count, seed):
 
 
 train_inputs, train_labels, _ = copy_examples(STEPS * BATCH, seed=0)
-test_inputs, test_labels, test_lengths = copy_examples(2000, seed=1)
+test_inputs, test_labels, test_lengths = copy_examples(TEST_EXAMPLES, seed=1)
 print("source   :", train_inputs["encoder_token_ids"][0])
 print("decoder  :", train_inputs["decoder_token_ids"][0])
 print("labels   :", train_labels[0])
 print(f"{len(train_labels):,} training and {len(test_labels):,} test examples")
 
 # %% [markdown]
-# ## 2. Three models
+# ## 2. Four models
 #
-# **Context vector, Fig. 7.9 (b).** A GRU encoder reads the source; its final
-# state is the code $z^*$. The decoder GRU starts from $z^*$ and, in the (b)
-# variant, also reads $[y^{(t-1)}; z^*]$ at every step and predicts from
-# $[h^{(t)}; z^*]$, so the code does not fade as $t$ grows; what it cannot do
-# is hold more than its width allows. `build_rnn_seq2seq(feed_context=True)`.
+# **Context vector as the initial state, Fig. 7.9 (a).** A GRU encoder reads
+# the source; its final state is the code $z^*$. The decoder GRU starts from
+# $z^*$ and from then on reads only $y^{(t-1)}$, so whatever it needs of the
+# code must survive in its own state; as the chapter notes, the code's
+# influence on the outputs fades as $t$ grows.
+# `build_rnn_seq2seq(feed_context=False)`.
+#
+# **Context vector at every step, Fig. 7.9 (b).** The same encoder and
+# initial state, but the decoder also reads $[y^{(t-1)}; z^*]$ at every step
+# and predicts from $[h^{(t)}; z^*]$, so the code does not fade; what it
+# cannot do is hold more than its width allows.
+# `build_rnn_seq2seq(feed_context=True)`. The extra inputs cost $3H^2$
+# weights in the decoder GRU (three gate blocks of $H$ units, each reading
+# $H$ more inputs) and $HV$ in the output layer.
 #
 # **Context vector with reversed input.** The same model fed the source
 # backwards (`reverse_source=True`; the reversal happens inside the model), so
@@ -103,23 +132,26 @@ print(f"{len(train_labels):,} training and {len(test_labels):,} test examples")
 #   {\sum_{s'} \exp s\big(z_q^{(t)}, z_k^{(s')}\big)}, \qquad
 #   u^{(t)} = \sum_{s=1}^{T_\text{in}} \alpha^{(t)}_s v^{(s)},$$
 #
-# which the decoder cell reads together with $y^{(t-1)}$ (Eq. 7.22).
-# `build_rnn_translator(score="additive")`.
+# which the decoder cell reads together with $y^{(t-1)}$ (Eq. 7.22, written
+# out in Section 7). `build_rnn_translator(score="additive")`.
 #
-# All three use GRUs whose decoder state has the same width, no dropout, and
+# All four use GRUs whose decoder state has the same width, no dropout, and
 # the same data, batches and optimizer.
 
 
 # %%
-def context_model(reverse_source):
+EMBEDDING = 32
+
+
+def context_model(reverse_source, feed_context=True):
     return zoo.build_rnn_seq2seq(
         vocabulary_size=VOCABULARY,
         cell="gru",
         units=UNITS,
-        embedding_dim=32,
+        embedding_dim=EMBEDDING,
         num_layers=1,
         dropout=0.0,
-        feed_context=True,
+        feed_context=feed_context,
         reverse_source=reverse_source,
     )
 
@@ -130,23 +162,45 @@ def attention_model():
         cell="gru",
         units=UNITS,
         encoder_units=UNITS // 2,
-        embedding_dim=32,
+        embedding_dim=EMBEDDING,
         score="additive",
         dropout=0.0,
     )
 
 
+INITIAL, CONTEXT, REVERSED = (
+    "(a) initial state only",
+    "(b) context vector",
+    "(b) context, reversed input",
+)
 BUILDERS = {
-    "context vector": lambda: context_model(reverse_source=False),
-    "context vector, reversed input": lambda: context_model(reverse_source=True),
+    INITIAL: lambda: context_model(reverse_source=False, feed_context=False),
+    CONTEXT: lambda: context_model(reverse_source=False),
+    REVERSED: lambda: context_model(reverse_source=True),
     "attention": attention_model,
 }
+
+
+def gru_parameters(inputs, units):
+    # Keras' reset_after GRU: 3 blocks, each with 2 bias vectors.
+    return 3 * units * (units + inputs + 2)
+
+
+H, E, V = UNITS, EMBEDDING, VOCABULARY
+fig_7_9_a = 2 * V * E + 2 * gru_parameters(E, H) + (H + 1) * V
+fig_7_9_b = (
+    2 * V * E + gru_parameters(E, H) + gru_parameters(E + H, H) + (2 * H + 1) * V
+)
+assert BUILDERS[INITIAL]().count_params() == fig_7_9_a
+assert BUILDERS[CONTEXT]().count_params() == fig_7_9_b == fig_7_9_a + 3 * H * H + H * V
+print(f"Fig. 7.9 (a): {fig_7_9_a:,} parameters; (b): {fig_7_9_b:,} = (a) + 3H^2 + HV")
 
 # %% [markdown]
 # ## 3. Training
 #
-# One pass over the training examples, in the same order for every model:
-# the padding-masked cross-entropy of `keras_seq.losses` and Adam.
+# One pass over the training examples, in the same order for every model,
+# each seeded alike: the padding-masked cross-entropy of `keras_seq.losses`
+# and Adam.
 
 # %%
 models, seconds = {}, {}
@@ -170,7 +224,7 @@ for name, build in BUILDERS.items():
     seconds[name] = time.time() - start
     models[name] = model
     print(
-        f"{name:<32}{model.count_params():>9,} parameters, {STEPS} steps in "
+        f"{name:<30}{model.count_params():>9,} parameters, {STEPS} steps in "
         f"{seconds[name]:5.1f} s, final training accuracy "
         f"{history.history['masked_accuracy'][-1]:.3f}"
     )
@@ -178,7 +232,8 @@ for name, build in BUILDERS.items():
 # %% [markdown]
 # ## 4. Accuracy against input length
 #
-# We score teacher-forced token accuracy on 2,000 fresh test sequences: the
+# We score teacher-forced token accuracy on 2,000 fresh test sequences (1,000
+# in quick mode): the
 # share of target tokens (the `[END]` included) whose most likely prediction is
 # right, given the correct previous tokens. For this task it is a fair measure
 # of what the model carries over from the source, because the previous target
@@ -188,15 +243,20 @@ for name, build in BUILDERS.items():
 
 # %%
 def token_hits(model, inputs, labels):
-    """(N, T) booleans: the prediction is right; and the mask of real labels."""
+    """(N, T) arrays: the prediction is right, the label is real, its loss."""
     logits = model.predict(inputs, batch_size=250, verbose=0)  # (N, T, V)
     real = labels != PAD_ID
-    return (logits.argmax(-1) == labels) & real, real
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    loss = -np.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]
+    return (logits.argmax(-1) == labels) & real, real, loss
 
 
-hits = {
+scored = {
     name: token_hits(model, test_inputs, test_labels) for name, model in models.items()
 }
+hits = {name: (right, real) for name, (right, real, _) in scored.items()}
+test_loss = {name: loss[real].mean() for name, (_, real, loss) in scored.items()}
 lengths = np.arange(MIN_LENGTH, MAX_LENGTH + 1)
 by_length = {
     name: np.array(
@@ -208,18 +268,36 @@ by_length = {
     for name, (right, real) in hits.items()
 }
 
-bins = (
-    [(5, 10), (11, 20), (21, 30), (31, 40)]
-    if not QUICK
-    else [(5, 10), (11, 20), (21, 30)]
-)
+bins = [(5, 10), (11, 20), (21, 30), (31, 40)] if not QUICK else [(5, 10), (11, 20)]
 print(f"{'token accuracy':<32}" + "".join(f"{f'L={a}-{b}':>10}" for a, b in bins))
+by_bin = {}
 for name, (right, real) in hits.items():
-    cells = []
-    for a, b in bins:
-        rows = (test_lengths >= a) & (test_lengths <= b)
-        cells.append(right[rows].sum() / real[rows].sum())
-    print(f"{name:<32}" + "".join(f"{c:10.3f}" for c in cells))
+    by_bin[name] = np.array(
+        [
+            right[rows].sum() / real[rows].sum()
+            for rows in ((test_lengths >= a) & (test_lengths <= b) for a, b in bins)
+        ]
+    )
+    print(f"{name:<32}" + "".join(f"{c:10.3f}" for c in by_bin[name]))
+print()
+for name in BUILDERS:
+    print(f"{name:<32} test loss {test_loss[name]:.3f} nats per token")
+print(f"{'uniform guess over 20 symbols':<32} test loss {np.log(SYMBOLS):.3f}")
+
+# %% [markdown]
+# **Fig. 7.9 (a) against (b).** With the same encoder, seeds and data, the
+# decoder that reads the code at every step reaches the lower test loss and
+# the higher accuracy in every range of lengths; it also has $3H^2 + HV$
+# more weights. Model (a) has to carry what it needs of the code in its own
+# state from the first step on, the weakness the chapter points out: the
+# code's influence on the outputs fades as $t$ grows. The ordering held for
+# every seed of the weights and of the data that we tried, in both modes.
+
+# %%
+gap = test_loss[INITIAL] - test_loss[CONTEXT]
+print(f"test loss, (a) minus (b): {gap:.3f} nats per token")
+assert test_loss[CONTEXT] < test_loss[INITIAL]
+assert np.all(by_bin[CONTEXT] > by_bin[INITIAL])
 
 # %% [markdown]
 # ## 5. Accuracy against the position in the output
@@ -302,10 +380,61 @@ print(
 )
 
 # %% [markdown]
-# ## 7. Free-running decoding
+# ## 7. One step of the attention decoder, Eq. (7.22)
+#
+# With the query taken as the previous decoder state, $z_q^{(t)} = s^{(t-1)}$,
+# and the encoder outputs $v^{(1)}, \dots, v^{(T_\text{in})}$ as keys and
+# values, a step of the decoder of Fig. 7.10 is
+#
+# $$\alpha^{(t)} = S_\text{softmax}\Big(\big[s(s^{(t-1)}, v^{(\tau)})\big]_{\tau
+#   = 1}^{T_\text{in}}\Big), \quad
+#   u^{(t)} = \sum_{\tau=1}^{T_\text{in}} \alpha^{(t)}_\tau v^{(\tau)}, \quad
+#   \begin{cases} s^{(t)} = f_\text{decoder}\big(s^{(t-1)}, \hat y^{(t-1)},
+#   u^{(t)}\big) \\ \hat y^{(t)} = f_\text{decoder-out}\big(s^{(t)}\big)
+#   \end{cases} \quad (7.22)$$
+#
+# Below, each line of the loop is one piece of it, run with the trained
+# translator's own layers: `f_decoder` is its GRU cell reading
+# $[y^{(t-1)}; u^{(t)}]$, and `f_decoder-out` its output layer, which (as in
+# Bahdanau et al.) reads $[s^{(t)}; u^{(t)}]$ rather than $s^{(t)}$ alone.
+# Teacher forcing feeds the reference $y^{(t-1)}$ where (7.22) has
+# $\hat y^{(t-1)}$, so the loop must give the logits of the model's
+# teacher-forced call.
+
+# %%
+source_ids = test_inputs["encoder_token_ids"][example : example + 1]  # (1, S)
+decoder_ids = test_inputs["decoder_token_ids"][example : example + 1]  # (1, T)
+values, source_mask, state = translator.encode(source_ids)  # v(tau), mask, s(0)
+decoder = translator.decoder
+step_logits = []
+for t in range(17):
+    previous = translator.target_embedding(decoder_ids[:, t])  # y(t-1), forced
+    # Eq. (7.20)-(7.21): alpha(t) from the query s(t-1), u(t) = sum alpha v.
+    u_t, alpha_t = decoder.attention(state[0], values, value_mask=source_mask)
+    # Eq. (7.22): s(t) = f_decoder(s(t-1), y(t-1), u(t)).
+    s_t, state = decoder.recurrent_cell(
+        keras.ops.concatenate([previous, u_t], axis=-1), state
+    )
+    # Eq. (7.22): y-hat(t) = f_decoder-out(s(t)), here reading u(t) as well.
+    step_logits.append(translator.logits_dense(keras.ops.concatenate([s_t, u_t], -1)))
+    alpha_t = keras.ops.convert_to_numpy(alpha_t)[0]  # (S,)
+    np.testing.assert_allclose(alpha_t[:16], weights[t], atol=1e-5)  # Section 6
+step_logits = keras.ops.convert_to_numpy(keras.ops.stack(step_logits, axis=1))[0]
+model_logits = keras.ops.convert_to_numpy(
+    translator({"encoder_token_ids": source_ids, "decoder_token_ids": decoder_ids})
+)[0, :17]
+np.testing.assert_allclose(step_logits, model_logits, atol=1e-4)
+print(
+    "17 steps of Eq. (7.22) by hand against the teacher-forced call: largest "
+    f"logit difference {np.abs(step_logits - model_logits).max():.1e}"
+)
+
+# %% [markdown]
+# ## 8. Free-running decoding
 #
 # Teacher forcing hands the decoder the right previous token. `generate()`
-# feeds back its own greedy choices instead (Eq. 7.3) over the carried state,
+# feeds back its own greedy choices $\hat y^{(t-1)}$ instead, as (7.3) and
+# (7.22) are written, over the carried state,
 # so one early error can derail the rest. The share of test sources the
 # attention model copies exactly, token for token up to `[END]`:
 
@@ -326,42 +455,55 @@ for a, b in bins:
     print(f"L = {a:>2}-{b:<2}: exact copies {exact[rows].mean():6.1%}")
 
 # %% [markdown]
-# ## 8. The measured effect
+# ## 9. The measured effect
 #
-# Reading the two panels and the numbers printed below: the context-vector
-# model copies short inputs fairly well and falls steadily with $L$, to about
-# 0.2 at $L = 40$, far above chance but far from copying. Reversing the source
-# helps at every length, most on short and medium inputs (about +0.1 at
-# $L = 5$–10), yet the two curves converge as $L$ grows, and on the long inputs
-# panel two shows no shift of accuracy towards the start of the output: both
-# context models have the same U shape, best on the first few tokens and at
-# the end (where `[END]` is also predicted). In this experiment reversal makes
-# the task easier to learn, as Sutskever et al. found, but it does not lift the
-# limit of what one fixed vector can hold. Attention stays near 0.99 across the
-# whole range, because each output step reads the encoder state it needs.
+# Reading the two panels and the numbers printed below (the full-mode run
+# asserts each number quoted): the context-vector model (b) copies short
+# inputs fairly well and falls steadily with $L$, to about 0.2 at $L = 40$,
+# far above chance but far from copying; model (a), which sees the code only
+# as its initial state, is below it in every range of lengths. Reversing the
+# source helps at every length, most on short inputs (about +0.1 at
+# $L = 5$–10), yet the two curves converge as $L$ grows. On the long inputs,
+# panel two shows no shift of accuracy towards the start of the output: over
+# the first five output positions the reversed model is within 0.05 of the
+# plain one, and all three context models have the same U shape, better on
+# the first few tokens and at the end (where `[END]` is also predicted) than
+# in the middle. In this experiment reversal makes the task easier to learn,
+# as Sutskever et al. found, but it does not lift the limit of what one fixed
+# vector can hold. Attention stays above 0.85 in every range of lengths,
+# because each output step reads the encoder state it needs.
 
 # %%
-longest = {}
+shortest, longest = {}, {}
 for name in BUILDERS:
     first, last = by_length[name][:6].mean(), by_length[name][-6:].mean()
-    longest[name] = last
+    shortest[name], longest[name] = first, last
     print(
         f"{name:<32} L = {lengths[0]}-{lengths[5]}: {first:.3f}   "
         f"L = {lengths[-6]}-{lengths[-1]}: {last:.3f}"
     )
 
-CONTEXT, REVERSED = "context vector", "context vector, reversed input"
 for name in BUILDERS:
     print(f"{name:<32} mean over all lengths: {by_length[name].mean():.3f}")
-context, reversed_, attention = (by_position[name] for name in BUILDERS)
+context, reversed_, attention = (
+    by_position[name] for name in (CONTEXT, REVERSED, "attention")
+)
 early = slice(0, 5)
 print(
     f"long sources, first 5 output positions: context {context[early].mean():.3f}, "
     f"reversed {reversed_[early].mean():.3f}, attention {attention[early].mean():.3f}"
 )
-for name in (CONTEXT, REVERSED):
+for name in (INITIAL, CONTEXT, REVERSED):
     assert longest["attention"] > longest[name] + 0.2
 if not QUICK:
-    assert longest["attention"] > 0.9
-    assert longest[CONTEXT] < 0.5
-    assert by_length[REVERSED].mean() > by_length[CONTEXT].mean()
+    middle = slice(MAX_LENGTH // 3, 2 * MAX_LENGTH // 3)
+    for name in (INITIAL, CONTEXT, REVERSED):  # the U shape
+        curve = by_position[name][covered]
+        assert min(curve[:5].mean(), curve[-5:].mean()) > curve[middle].mean()
+    assert abs(longest[CONTEXT] - 0.2) < 0.1  # about 0.2 at L = 40
+    assert np.all(by_bin[REVERSED] > by_bin[CONTEXT])  # helps at every length
+    gain_short = shortest[REVERSED] - shortest[CONTEXT]
+    assert 0.05 < gain_short < 0.2  # about +0.1 at L = 5-10
+    assert longest[REVERSED] - longest[CONTEXT] < gain_short  # converge
+    assert abs(reversed_[early].mean() - context[early].mean()) < 0.05
+    assert by_bin["attention"].min() > 0.85
