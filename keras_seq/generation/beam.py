@@ -15,9 +15,11 @@ Shape legend:
     M: max_new_tokens
 """
 
+import keras
 from keras import ops
 
 from keras_seq.masks import masked_value
+from keras_seq.validation import check_positive_int
 
 # Scores are float32 (logits are cast before the log-softmax). A dead
 # beam's score and a finished beam's non-padding continuations get this
@@ -66,6 +68,23 @@ def length_penalty_factor(lengths, alpha):
     return ops.power((5.0 + lengths) / 6.0, alpha)
 
 
+def default_steps_per_check():
+    """How many beam steps run between two checks of the end condition.
+
+    Whether every beam has ended is a predicate on device data. XLA:CPU
+    reads it where it lies, so the CPU checks after every step and stops
+    as soon as it can. XLA:GPU copies a loop's predicate to the host and
+    waits for it at every iteration, which keeps the host busy for the
+    whole call and the device idle between steps; there the check runs
+    every 8 steps, at the cost of at most 7 steps run after the last beam
+    has ended (they change nothing, see `beam_search`).
+    """
+    devices = keras.distribution.list_devices()
+    if all(str(device).lower().startswith("cpu") for device in devices):
+        return 1
+    return 8
+
+
 def beam_search(
     step_fn,
     reorder_fn,
@@ -77,8 +96,17 @@ def beam_search(
     beam_width=4,
     length_penalty=0.6,
     num_return=1,
+    steps_per_check=None,
 ):
-    """Run beam search as one compiled `while_loop`.
+    """Run beam search as one compiled loop.
+
+    Without an end token (`end_token_id` None or negative) the loop runs
+    exactly `max_new_tokens` steps and its trip count is static: XLA runs
+    it without reading anything back to the host. With one, it stops once
+    every beam has ended, checked every `steps_per_check` steps. Steps run
+    after every beam has ended leave the result unchanged: an ended beam
+    continues only with padding at no cost, so every beam keeps its score,
+    length and place.
 
     Args:
         step_fn: `(previous_ids (B*K, 1), index, state) -> (logits (B*K,
@@ -91,10 +119,13 @@ def beam_search(
         batch_size: B.
         max_new_tokens: M.
         start_token_id: an int, or (B,) ids, one per row.
-        end_token_id: int, or None to decode exactly M tokens.
+        end_token_id: int, or None (or a negative id, which no token has)
+            to decode exactly M tokens.
         beam_width: K.
         length_penalty: alpha; 0 ranks by summed log-probabilities.
         num_return: how many hypotheses to return per row, <= K.
+        steps_per_check: int >= 1, steps between two checks of whether
+            every beam has ended; None: `default_steps_per_check()`.
 
     Returns:
         `(ids, scores)`: (B, num_return, M) int32 ids, best first, each
@@ -106,7 +137,9 @@ def beam_search(
             f"`num_return` must be in [1, beam_width={beam_width}]; "
             f"received {num_return}."
         )
-    if end_token_id is None:
+    check_positive_int(steps_per_check, "steps_per_check", allow_none=True)
+    stops = end_token_id is not None and end_token_id >= 0
+    if not stops:
         end_token_id = -1  # No token id equals it, so no beam ends early.
     k = beam_width
     rows = batch_size * k
@@ -125,12 +158,8 @@ def beam_search(
     lengths = ops.zeros((batch_size, k), "int32")
     offsets = ops.arange(batch_size, dtype="int32")[:, None] * k  # (B, 1)
 
-    def cond(tokens, scores, finished, lengths, state, index):
-        return ops.logical_and(
-            ops.less(index, max_new_tokens), ops.logical_not(ops.all(finished))
-        )
-
-    def body(tokens, scores, finished, lengths, state, index):
+    def advance(index, carry):
+        tokens, scores, finished, lengths, state = carry
         previous = ops.slice(tokens, [0, index], [rows, 1])  # (B*K, 1)
         logits, state = step_fn(previous, index, state)
         logits = ops.cast(logits, "float32")  # (B*K, V)
@@ -163,17 +192,55 @@ def beam_search(
         tokens = ops.slice_update(
             tokens, [0, index + 1], ops.reshape(new_tokens, (rows, 1))
         )
-        return tokens, scores, finished, lengths, state, index + 1
+        return tokens, scores, finished, lengths, state
 
-    tokens, scores, finished, lengths, state, _ = ops.while_loop(
-        cond,
-        body,
-        (tokens, scores, finished, lengths, state, ops.convert_to_tensor(0)),
-        maximum_iterations=max_new_tokens,
-    )
+    carry = (tokens, scores, finished, lengths, state)
+    if stops:
+        carry = _run_until_finished(
+            advance,
+            carry,
+            max_new_tokens,
+            steps_per_check or default_steps_per_check(),
+        )
+    else:
+        carry = ops.fori_loop(0, max_new_tokens, advance, carry)
+    tokens, scores, finished, lengths, state = carry
     normalised = scores / length_penalty_factor(ops.maximum(lengths, 1), length_penalty)
     best, order = ops.top_k(normalised, num_return)  # (B, num_return)
     order = ops.reshape(ops.cast(order, "int32") + offsets, (-1,))
     ids = ops.take(tokens[:, 1:], order, axis=0)
     ids = ops.reshape(ids, (batch_size, num_return, max_new_tokens))
     return ids, best
+
+
+def _run_until_finished(advance, carry, max_new_tokens, steps_per_check):
+    """`advance` for up to M steps, stopping once every beam has ended.
+
+    Runs chunks of `steps_per_check` steps, each a loop of static trip
+    count, and checks the end condition between chunks; the M % chunk
+    steps left over after the last whole chunk run unchecked.
+    """
+    chunk = min(steps_per_check, max_new_tokens)
+    chunks, rest = divmod(max_new_tokens, chunk)
+
+    def cond(carry, chunk_index):
+        finished = carry[2]
+        return ops.logical_and(
+            ops.less(chunk_index, chunks), ops.logical_not(ops.all(finished))
+        )
+
+    def body(carry, chunk_index):
+        if chunk == 1:
+            return advance(chunk_index, carry), chunk_index + 1
+        first = chunk_index * chunk
+        carry = ops.fori_loop(
+            0, chunk, lambda step, carry: advance(first + step, carry), carry
+        )
+        return carry, chunk_index + 1
+
+    carry, _ = ops.while_loop(
+        cond, body, (carry, ops.convert_to_tensor(0)), maximum_iterations=chunks
+    )
+    if rest:
+        carry = ops.fori_loop(chunks * chunk, max_new_tokens, advance, carry)
+    return carry

@@ -148,8 +148,9 @@ class GenerativeModel:
                 (`keras_seq.text.START_ID`); a language model continues its
                 prompt and ignores it.
             end_token_id: int, the id that ends an output
-                (`keras_seq.text.END_ID`); None decodes exactly
-                `max_new_tokens` tokens per row.
+                (`keras_seq.text.END_ID`); None (or a negative id, which
+                no token has) decodes exactly `max_new_tokens` tokens per
+                row, in a loop of static trip count.
             beam_width: int, the number of hypotheses beam search keeps.
             length_penalty: float alpha of beam search's length penalty
                 `((5 + n) / 6) ** alpha`; 0 ranks by summed
@@ -264,6 +265,8 @@ class GenerativeModel:
         )
         batch_size, given_length = ops.shape(given)
         buffer, kept = given_buffer(given, max_new_tokens)
+        # A negative id is no token's, so it ends nothing, as None.
+        never_ends = end_token_id is None or end_token_id < 0
 
         def next_logits(buffer, cache, index):
             previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
@@ -277,12 +280,13 @@ class GenerativeModel:
             index=1,
             mask=kept,
             # Without an end token the loop runs `max_new_tokens` steps and
-            # skips the per-step check of the whole buffer.
-            stop_token_ids=None if end_token_id is None else [end_token_id],
+            # skips the per-step check of the whole buffer: a loop of static
+            # trip count, which XLA:GPU runs without waiting on the host.
+            stop_token_ids=None if never_ends else [end_token_id],
             model=self,  # on JAX, its weights are read through the loop
         )
         new = buffer[:, given_length:]  # (B, M)
-        if end_token_id is None:
+        if never_ends:
             return new
         return zero_after_end(new, end_token_id)
 

@@ -15,9 +15,11 @@ import zoo
 from keras_seq.generation import (
     DEFAULT_MAX_NEW_TOKENS,
     GenerativeModel,
+    make_sampler,
     resolve_max_new_tokens,
 )
 from keras_seq.text import END_ID, START_ID
+from tests.generation.loops import compiled_trip_counts, host_callbacks
 
 FAMILIES = (zoo.Translator, zoo.LanguageModel, zoo.RNNTranslator)
 BUILDERS = {
@@ -97,3 +99,71 @@ def test_the_language_model_ignores_the_start_token():
 def test_a_model_without_its_hooks_names_them():
     with pytest.raises(NotImplementedError, match="check_generate_input"):
         GenerativeModel().generate(np.ones((1, 2), "int32"))
+
+
+def _counting_traces(model, monkeypatch):
+    """Record each trace of the model's decoding loops (not each call)."""
+    traced = []
+    for name in ("_beam_search", "_sample"):
+        original = getattr(model, name)
+
+        def counting(*args, original=original, name=name, **kwargs):
+            traced.append(name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(model, name, counting)
+    return traced
+
+
+@pytest.mark.parametrize("name", ["translator", "language_model"])
+def test_decoding_traces_once_for_inputs_of_one_shape(name, monkeypatch):
+    keras.utils.set_random_seed(3)
+    model = BUILDERS[name]("tiny")
+    traced = _counting_traces(model, monkeypatch)
+    rng = np.random.default_rng(0)
+    first = {}
+    for call in range(3):
+        ids = rng.integers(4, 100, (2, 5)).astype("int32")
+        beam = model.beam_search(ids, 6, beam_width=3, end_token_id=None)[0]
+        greedy = model.generate(ids, 6, end_token_id=None)
+        if call == 0:
+            first = {"ids": ids, "beam": beam, "greedy": greedy}
+    assert sorted(traced) == ["_beam_search", "_sample"]
+    # The compiled loops give what they gave when first called.
+    again = model.beam_search(first["ids"], 6, beam_width=3, end_token_id=None)[0]
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(again), keras.ops.convert_to_numpy(first["beam"])
+    )
+    again = model.generate(first["ids"], 6, end_token_id=None)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(again), keras.ops.convert_to_numpy(first["greedy"])
+    )
+    assert sorted(traced) == ["_beam_search", "_sample"]
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="XLA via jax.jit")
+@pytest.mark.parametrize(
+    # The sampler's loop also reads the language model's prompt (5 ids, 4
+    # steps before the 6 new ones); beam search reads it before its loop.
+    "name, greedy_steps",
+    [("translator", 6), ("language_model", 10)],
+)
+def test_decoding_without_an_end_token_is_one_loop_of_known_trip_count(
+    name, greedy_steps
+):
+    # What the benchmarks time: XLA:GPU runs such a loop without reading a
+    # predicate back to the host at every step, as it must with an end
+    # token (beam search then checks it every few steps on a GPU).
+    keras.utils.set_random_seed(3)
+    model = BUILDERS[name]("tiny")
+    ids = np.random.default_rng(0).integers(4, 100, (2, 5)).astype("int32")
+
+    def beam(ids):
+        return model._beam_search(ids, 6, 3, 0.6, 1, START_ID, None)
+
+    def greedy(ids):
+        return model._sample(ids, make_sampler("greedy"), 6, START_ID, None)
+
+    assert compiled_trip_counts(beam, ids) == [6]
+    assert compiled_trip_counts(greedy, ids) == [greedy_steps]
+    assert host_callbacks(beam, ids) == host_callbacks(greedy, ids) == []
