@@ -2,7 +2,9 @@
 
 Every implementation (ours and the peers) is built from one of these dicts
 and trained on the same batches, so that the figures compare code, not
-models.
+models. A configuration's `policy` (default `"float32"`) is the Keras dtype
+policy every implementation trains under (PyTorch: bfloat16 autocast for
+`"mixed_bfloat16"`).
 
 Shape legend:
     B: batch size
@@ -77,6 +79,21 @@ CONFIGS = {
     },
 }
 
+# The accelerator's tables (`python -m benchmarks.run --accelerator`):
+# `base` at a batch that fills a GPU, in mixed precision, and more steps
+# per repetition, as a step takes tens of milliseconds there.
+CONFIGS["base-256x64-bf16"] = dict(
+    CONFIGS["base"],
+    batch_size=256,
+    length=64,
+    steps=10,
+    policy="mixed_bfloat16",
+)
+# The float32 `base` row on the accelerator: the CPU's batch, more steps.
+CONFIGS["base-64x32"] = dict(CONFIGS["base"], steps=10)
+# The accelerator command's smoke test (`--quick`): the bf16 path, tiny.
+CONFIGS["tiny-bf16"] = dict(CONFIGS["tiny"], policy="mixed_bfloat16")
+
 MODEL_KEYS = (
     "source_vocabulary_size",
     "target_vocabulary_size",
@@ -141,13 +158,25 @@ def bucket_length(config):
     for `small`) that holds its longest pair, here the `real_length`
     tokens of every row: 24 of the 32 for `small`.
     """
-    # Lazy: the pipelines load TensorFlow, and memory.py's PyTorch process
-    # imports this module without it.
-    from keras_seq.text.pipelines import default_bucket_boundaries
-
     real = real_length(config["length"])
-    boundaries = default_bucket_boundaries(config["max_length"])
+    boundaries = bucket_boundaries(config["max_length"])
     return min(next(b for b in boundaries if b >= real), config["length"])
+
+
+def bucket_boundaries(max_length):
+    """`keras_seq.text.default_bucket_boundaries`, without TensorFlow.
+
+    The pipelines' module imports TensorFlow, which the JAX harness must
+    not need (a GPU machine may have JAX and PyTorch only), so the rule
+    is restated here: start at 8, grow by 1.5 rounded up to a multiple of
+    8, end at `max_length`. `tests/benchmarks/test_config.py` checks that
+    it gives the pipelines' boundaries.
+    """
+    boundaries, length = [], 8
+    while length < max_length:
+        boundaries.append(length)
+        length = -(-int(length * 1.5) // 8) * 8
+    return boundaries + [max_length]
 
 
 def bucketed_training_batch(config, seed=0):

@@ -49,8 +49,10 @@ def _keras_candidates(models, new_tokens, beam_width):
         return ours.generate(source, max_new_tokens=new_tokens, end_token_id=None)
 
     def run_ours_beam(source):
+        # No end token, as keras-hub's `BeamSampler` runs without stop ids:
+        # a loop of static trip count, with nothing read back per step.
         return ours.beam_search(
-            source, new_tokens, beam_width=beam_width, end_token_id=-1
+            source, new_tokens, beam_width=beam_width, end_token_id=None
         )[0]
 
     def recompute(encode, decode, model):

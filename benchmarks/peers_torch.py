@@ -1,4 +1,4 @@
-"""The PyTorch peer: `torch.nn.Transformer` on the CPU.
+"""The PyTorch peer: `torch.nn.Transformer`, on CUDA when there is one.
 
 The same translator as ours (sinusoidal positions, token embeddings scaled
 by sqrt(D), post-norm blocks, dropout 0.1, an untied output layer), trained
@@ -6,6 +6,13 @@ with `F.cross_entropy(ignore_index=0, label_smoothing=0.1)` and Adam. Run
 eagerly, as PyTorch runs by default. `nn.Transformer` has no key/value
 cache, so it decodes by recomputation: at every step the decoder runs over
 the tokens so far (its prefix grows, there is no padded buffer).
+
+Every tensor, the causal mask included, lives on `pick_device()`: CUDA
+when PyTorch sees a GPU, else the CPU. Under the `mixed_bfloat16` policy
+the forward pass and the loss run in `torch.autocast` with bfloat16, as
+Keras' policy computes in bfloat16 with float32 weights. CUDA runs
+asynchronously, so every function here synchronizes the device before it
+returns: the caller's clock then covers the work, not its queuing.
 
 Needs `torch==2.13.0` (`benchmarks/requirements.txt`); it is not a
 dependency of keras-seq.
@@ -19,6 +26,7 @@ Shape legend:
     K: beam width
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -34,6 +42,47 @@ def available():
     return True
 
 
+def pick_device():
+    """`cuda` when PyTorch sees a GPU, else `cpu`, as a `torch.device`."""
+    import torch  # Optional, and absent from the Keras processes' memory.
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast(device, policy):
+    """bfloat16 autocast on `device` for `mixed_bfloat16`, else nothing.
+
+    Args:
+        device: the `torch.device` the model runs on.
+        policy: a Keras dtype policy name: `"float32"` or
+            `"mixed_bfloat16"`.
+    """
+    import torch  # Optional, and absent from the Keras processes' memory.
+
+    if policy == "mixed_bfloat16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if policy not in (None, "float32"):
+        raise ValueError(
+            f"`policy` must be 'float32' or 'mixed_bfloat16'; received {policy!r}."
+        )
+    return contextlib.nullcontext()
+
+
+def synchronize(device):
+    """Wait for the work queued on `device` (CUDA runs asynchronously)."""
+    import torch  # Optional, and absent from the Keras processes' memory.
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _ids(array, device):
+    """int64 ids on `device` from a NumPy array."""
+    import torch  # Optional, and absent from the Keras processes' memory.
+
+    return torch.as_tensor(np.asarray(array), dtype=torch.long, device=device)
+
+
 def _sinusoids(length, width):
     """(length, width) sines and cosines of Eq. (7.29)."""
     positions = np.arange(length)[:, None]
@@ -44,8 +93,11 @@ def _sinusoids(length, width):
     return table
 
 
-def build_torch_translator(config):
-    """An `nn.Module` translator around `nn.Transformer`."""
+def build_torch_translator(config, device=None):
+    """An `nn.Module` translator around `nn.Transformer`, on `device`.
+
+    `device` defaults to `pick_device()`.
+    """
     import torch  # Optional, and absent from the Keras processes' memory.
     from torch import nn
 
@@ -81,7 +133,9 @@ def build_torch_translator(config):
 
         def decode(self, target, memory, source_padding):
             length = target.shape[1]
-            causal = torch.triu(torch.ones(length, length, dtype=torch.bool), 1)
+            causal = torch.triu(
+                torch.ones(length, length, dtype=torch.bool, device=target.device), 1
+            )
             y = self.transformer.decoder(
                 self.embed(self.target_embedding, target),
                 memory,
@@ -97,34 +151,44 @@ def build_torch_translator(config):
             return self.decode(target, memory, padding)
 
     torch.manual_seed(0)
-    return TorchTranslator()
+    return TorchTranslator().to(device or pick_device())
 
 
-def make_trainer(config, inputs, labels):
-    """A zero-argument function running `config["steps"]` training steps."""
+def make_trainer(config, inputs, labels, device=None):
+    """A zero-argument function running `config["steps"]` training steps.
+
+    It returns the last step's loss as a Python float, NaN included (the
+    caller reports it), after synchronizing the device. Under the
+    configuration's `policy` `"mixed_bfloat16"` the forward pass and the
+    loss run under bfloat16 autocast; the weights and Adam stay float32.
+    """
     import torch  # Optional, and absent from the Keras processes' memory.
     import torch.nn.functional as F
 
-    model = build_torch_translator(config)
+    device = device or pick_device()
+    model = build_torch_translator(config, device)
     model.train()
     optimizer = torch.optim.Adam(model.parameters(), 1e-4, (0.9, 0.98), eps=1e-9)
-    source = torch.from_numpy(inputs["encoder_token_ids"]).long()
-    target = torch.from_numpy(inputs["decoder_token_ids"]).long()
-    labels = torch.from_numpy(labels).long()
+    source = _ids(inputs["encoder_token_ids"], device)
+    target = _ids(inputs["decoder_token_ids"], device)
+    labels = _ids(labels, device)
+    policy = config.get("policy", "float32")
 
     def train():
         for _ in range(config["steps"]):
-            logits = model(source, target)  # (B, T, V)
-            loss = F.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]),
-                labels.reshape(-1),
-                ignore_index=0,
-                label_smoothing=0.1,
-            )
+            with autocast(device, policy):
+                logits = model(source, target)  # (B, T, V)
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]),
+                    labels.reshape(-1),
+                    ignore_index=0,
+                    label_smoothing=0.1,
+                )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-        return float(loss)
+        synchronize(device)
+        return float(loss.detach())
 
     return model, train
 
@@ -134,14 +198,18 @@ def greedy(model, source, new_tokens):
     import torch  # Optional, and absent from the Keras processes' memory.
 
     model.eval()
+    device = next(model.parameters()).device
     with torch.inference_mode():
-        source = torch.from_numpy(source).long()
+        source = _ids(source, device)
         memory, padding = model.encode(source)
-        tokens = torch.full((source.shape[0], 1), START_ID, dtype=torch.long)
+        tokens = torch.full(
+            (source.shape[0], 1), START_ID, dtype=torch.long, device=device
+        )
         for _ in range(new_tokens):
             logits = model.decode(tokens, memory, padding)[:, -1]  # (B, V)
             tokens = torch.cat([tokens, logits.argmax(-1, keepdim=True)], dim=1)
-    return tokens[:, 1:].numpy()
+        synchronize(device)
+    return tokens[:, 1:].cpu().numpy()
 
 
 def beam(model, source, new_tokens, beam_width=4):
@@ -149,17 +217,18 @@ def beam(model, source, new_tokens, beam_width=4):
     import torch  # Optional, and absent from the Keras processes' memory.
 
     model.eval()
+    device = next(model.parameters()).device
     k = beam_width
     with torch.inference_mode():
-        source = torch.from_numpy(source).long()
+        source = _ids(source, device)
         batch = source.shape[0]
         memory, padding = model.encode(source)
         memory = memory.repeat_interleave(k, dim=0)  # (B*K, S, D)
         padding = padding.repeat_interleave(k, dim=0)
-        tokens = torch.full((batch * k, 1), START_ID, dtype=torch.long)
-        scores = torch.full((batch, k), -1e9)
+        tokens = torch.full((batch * k, 1), START_ID, dtype=torch.long, device=device)
+        scores = torch.full((batch, k), -1e9, device=device)
         scores[:, 0] = 0.0  # Only one live hypothesis at the start.
-        offsets = torch.arange(batch)[:, None] * k  # (B, 1)
+        offsets = torch.arange(batch, device=device)[:, None] * k  # (B, 1)
         for _ in range(new_tokens):
             logits = model.decode(tokens, memory, padding)[:, -1]  # (B*K, V)
             log_probs = logits.log_softmax(-1).view(batch, k, -1)
@@ -169,5 +238,6 @@ def beam(model, source, new_tokens, beam_width=4):
             rows = (flat // vocabulary + offsets).view(-1)
             new = (flat % vocabulary).view(-1, 1)
             tokens = torch.cat([tokens[rows], new], dim=1)
-    best = scores.argmax(-1) + offsets[:, 0]
-    return tokens[best, 1:].numpy()
+        best = scores.argmax(-1) + offsets[:, 0]
+        synchronize(device)
+    return tokens[best, 1:].cpu().numpy()

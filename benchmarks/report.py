@@ -49,7 +49,12 @@ def _xla(row, backend):
 
 
 def _fastest(rows, ours):
-    chosen = [r for r in rows.values() if (r["implementation"] == OURS) == ours]
+    """The most target tokens/s of ours or of the peers (a NaN loss: none)."""
+    chosen = [
+        r
+        for r in rows.values()
+        if (r["implementation"] == OURS) == ours and not r.get("loss_is_nan")
+    ]
     return max((r["tokens_per_s"] for r in chosen), default=None)
 
 
@@ -80,7 +85,8 @@ def training_section(results, name, peak, cpu_peak):
             table_rows.append(
                 [
                     backend,
-                    row["implementation"],
+                    row["implementation"]
+                    + (" (**loss NaN**)" if row.get("loss_is_nan") else ""),
                     _xla(row, backend),
                     row.get("length", "n/a"),
                     _number(row["step_ms"], 1),
@@ -240,8 +246,12 @@ def memory_section(results):
 
 
 def _best_by_implementation(rows):
+    """Each implementation's most target tokens/s; rows whose loss was NaN
+    are no training speed and are left out."""
     best = {}
     for row in rows.values():
+        if row.get("loss_is_nan"):
+            continue
         name = row["implementation"]
         best[name] = max(best.get(name, 0.0), row["tokens_per_s"])
     return best
@@ -473,6 +483,201 @@ def render(results):
         serving_section(results),
         memory_section(results),
     ]
+    return "\n".join(s for s in sections if s)
+
+
+# The accelerator's targets (issue: the zoo on a GPU).
+ACCELERATOR_TRAINING_TARGET = 1.25  # x the fastest peer, `base` in bf16
+ACCELERATOR_MFU_TARGET = 0.35  # of the measured bf16 matmul rate
+BEAM_PROCESSOR_SHARE = 0.5  # beam search's processor time / its wall time
+COMPUTE_DTYPE = {"mixed_bfloat16": "bfloat16", "float32": "float32"}
+
+
+def _peak(results, dtype):
+    """(best matmul FLOP/s in `dtype` over the libraries, library)."""
+    rates = results.get("matmul", {}).get(dtype, {})
+    return max(((_rates(r)[0], lib) for lib, r in rates.items()), default=(0, None))
+
+
+def _loss(row):
+    if row.get("loss_is_nan"):
+        return "**NaN**"
+    return "n/a" if row.get("loss") is None else f"{row['loss']:.3f}"
+
+
+def accelerator_training_section(results, name):
+    rows = results["training"][name]
+    if not rows:
+        return ""
+    policy = next(iter(rows.values())).get("policy", "float32")
+    dtype = COMPUTE_DTYPE[policy]
+    peak, _ = _peak(results, dtype)
+    fastest_peer = _fastest(rows, ours=False)
+    table_rows = []
+    for row in rows.values():
+        flops = row["flops_per_s"]
+        table_rows.append(
+            [
+                row["implementation"],
+                "eager" if row["xla"] is None else "jit",
+                _number(row["step_ms"], 2),
+                _number(row["cpu_step_ms"], 2),
+                _number(row["tokens_per_s"]),
+                _number(flops / 1e12, 1),
+                f"{100 * flops / peak:.1f}%" if peak else "n/a",
+                _ratio(row["tokens_per_s"] / fastest_peer if fastest_peer else None),
+                _loss(row),
+            ]
+        )
+    header = [
+        "implementation",
+        "mode",
+        "step (ms)",
+        "processor time (ms)",
+        "target tokens/s",
+        "model TFLOP/s",
+        f"share of the {dtype} matmul rate",
+        "vs fastest peer",
+        "last loss",
+    ]
+    title = f"### Training, `{name}` ({policy})"
+    note = ""
+    if any(r.get("loss_is_nan") for r in rows.values()):
+        nan = [r["implementation"] for r in rows.values() if r.get("loss_is_nan")]
+        note = (
+            f"\nThe loss of {', '.join(nan)} was NaN: its step time is not "
+            "that of a working training step.\n"
+        )
+    return f"{title}\n\n" + _table(header, table_rows) + "\n" + note
+
+
+def accelerator_decoding_section(results):
+    decoding = results.get("decoding")
+    if not decoding:
+        return ""
+    batches = sorted(decoding, key=int)
+    keys = list(decoding[batches[0]])
+    header = ["implementation", "decoding"]
+    for batch in batches:
+        header += [f"batch {batch} (ms)", f"batch {batch} processor time (ms)"]
+    table_rows = []
+    for key in keys:
+        name, method = key.split(" | ")
+        cells = [name, method]
+        for batch in batches:
+            entry = decoding[batch].get(key)
+            cells += [
+                _number(entry["ms"], 2) if entry else "n/a",
+                _number(entry["cpu_ms"], 2) if entry else "n/a",
+            ]
+        table_rows.append(cells)
+    config = results.get("decoding_config", "small")
+    tokens = results.get("new_tokens", 32)
+    title = f"### Decoding, `{config}`, {tokens} new tokens"
+    lines = [title, "", _table(header, table_rows)]
+    agrees = results.get("decoding_agrees")
+    if agrees is not None:
+        lines += [
+            "",
+            "Cached greedy tokens equal recomputed ones: "
+            + ("yes." if agrees else "**no**."),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def accelerator_targets_section(results):
+    """The issue's GPU targets, each with its figure and a verdict."""
+    lines = []
+    for name, rows in results.get("training", {}).items():
+        policy = next(iter(rows.values()), {}).get("policy", "float32")
+        if policy != "mixed_bfloat16" or not rows:
+            continue
+        best = _best_by_implementation(rows)
+        peers = {k: v for k, v in best.items() if k != OURS}
+        if OURS in best and peers:
+            ratio = best[OURS] / max(peers.values())
+            lines.append(
+                f"- Training, `{name}`: ours {ratio:.2f}x the fastest peer (target "
+                f"{ACCELERATOR_TRAINING_TARGET}x): "
+                f"{_verdict(ratio >= ACCELERATOR_TRAINING_TARGET)}."
+            )
+        peak, _ = _peak(results, "bfloat16")
+        ours = [r["flops_per_s"] for r in rows.values() if r["implementation"] == OURS]
+        if peak and ours:
+            share = max(ours) / peak
+            lines.append(
+                f"- Training, `{name}`: ours at {100 * share:.1f}% of the measured "
+                f"bfloat16 matmul rate (target {100 * ACCELERATOR_MFU_TARGET:.0f}%): "
+                f"{_verdict(share >= ACCELERATOR_MFU_TARGET)}."
+            )
+    decoding = results.get("decoding", {})
+    for batch in sorted(decoding, key=int):
+        d = decoding[batch]
+        for method, title in (
+            ("cached greedy", "Cached greedy decoding"),
+            ("beam", "Beam search"),
+        ):
+            ours, hub = d.get(f"{OURS} | {method}"), d.get(f"{HUB} | {method}")
+            if ours and hub:
+                ratio = hub["ms"] / ours["ms"]
+                lines.append(
+                    f"- {title}, batch {batch}: ours {ratio:.2f}x "
+                    f"keras-hub's speed (target 1x): {_verdict(ratio >= 1)}."
+                )
+        beam = d.get(f"{OURS} | beam")
+        if beam:
+            share = beam["cpu_ms"] / beam["ms"]
+            lines.append(
+                f"- Beam search, batch {batch}: processor time {100 * share:.0f}% "
+                f"of its wall time (target under {100 * BEAM_PROCESSOR_SHARE:.0f}%): "
+                f"{_verdict(share < BEAM_PROCESSOR_SHARE)}."
+            )
+    if not lines:
+        return ""
+    return "### Targets\n\n" + "\n".join(lines) + "\n"
+
+
+def accelerator_matmul_section(results):
+    rows = []
+    for dtype, rates in results.get("matmul", {}).items():
+        for library, rate in rates.items():
+            rows.append([library, dtype, _number(_rates(rate)[0] / 1e12, 1)])
+    if not rows:
+        return ""
+    header = ["library", "dtype", "matmul TFLOP/s"]
+    return "### Matmul rate\n\n" + _table(header, rows) + "\n"
+
+
+def render_accelerator(results):
+    """The Markdown of `python -m benchmarks.run --accelerator`."""
+    versions = results.get("versions", {})
+    devices = results.get("device", {})
+    head = [
+        "## Benchmarks on an accelerator",
+        "",
+        f"Generated by `{results['command'].strip()}` on {results['started']} "
+        f"in {results.get('wall_seconds', 0) / 60:.1f} minutes. Device: "
+        f"{results['accelerator']}"
+        + "".join(f"; {lib} on {where}" for lib, where in sorted(devices.items()))
+        + ". "
+        + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+        + ".",
+        "",
+        "Keras backend JAX (XLA). Each figure is the median of the repetitions "
+        "after a warm-up; each training implementation runs in a process of "
+        "its own. Processor time is the whole process's (all threads): where "
+        "it approaches the wall time, the host is busy for the whole call. "
+        "Model FLOPs of a training step as on the CPU (`config.training_flops`); "
+        "the share divides model FLOP/s by the matmul rate measured here in the "
+        "policy's compute dtype.",
+        "",
+    ]
+    sections = ["\n".join(head), accelerator_targets_section(results)]
+    sections.append(accelerator_matmul_section(results))
+    sections += [
+        accelerator_training_section(results, name) for name in results["training"]
+    ]
+    sections.append(accelerator_decoding_section(results))
     return "\n".join(s for s in sections if s)
 
 

@@ -15,6 +15,15 @@ implementation and backend measures peak memory (`benchmarks/memory.py`). Writes
 `benchmarks/results/benchmarks.md` (the tables) and
 `benchmarks.json` (every repetition). `--quick` runs tiny sizes once, for
 the smoke test.
+
+`--accelerator` writes the GPU tables instead, on the JAX backend only (a
+GPU machine may have no TensorFlow): the device's own bfloat16 and float32
+matmul rates, training `base` at batch 256 x 64 in mixed_bfloat16 and at
+64 x 32 in float32 (each implementation in a process of its own), and
+greedy and beam decoding of `small` at batch 1 and 64 with the processor
+time of each call beside its wall time. It writes
+`benchmarks/results/accelerator.md` and `accelerator.json` beside the CPU
+tables, and refuses in one line where JAX sees no accelerator.
 """
 
 import argparse
@@ -72,11 +81,12 @@ def _environment(backend):
     return env
 
 
-def run_worker(backend, worker_args, directory, in_process=False):
+def run_worker(backend, worker_args, directory, in_process=False, env=None):
     """Run `benchmarks.worker` on one backend; returns its JSON.
 
     `in_process` runs it in this process, whose backend must be `backend`
-    (the smoke test does, to save a second import of TensorFlow).
+    (the smoke test does, to save a second import of TensorFlow). `env`
+    adds variables to the worker's environment.
     """
     output = os.path.join(directory, f"{backend}.json")
     if in_process:
@@ -95,7 +105,10 @@ def run_worker(backend, worker_args, directory, in_process=False):
         )
     command = [sys.executable, "-m", "benchmarks.worker", "--output", output]
     subprocess.run(
-        command + worker_args, cwd=ROOT, env=_environment(backend), check=True
+        command + worker_args,
+        cwd=ROOT,
+        env=dict(_environment(backend), **(env or {})),
+        check=True,
     )
     with open(output, encoding="utf-8") as file:
         return json.load(file)
@@ -195,7 +208,11 @@ def _worker_args(args, configs, stages=None):
 
 
 def run_isolated(args, backend, name, directory, torch_too):
-    """Training rows of `name`, each implementation in a process of its own."""
+    """Training rows of `name`, each implementation in a process of its own.
+
+    PyTorch's process leaves the GPU's memory to PyTorch: JAX, imported
+    there with Keras, would otherwise reserve most of it on first use.
+    """
     rows = {}
     implementations = args.implementations or list(IMPLEMENTATIONS)
     jobs = [([i], False) for i in implementations]
@@ -209,7 +226,8 @@ def run_isolated(args, backend, name, directory, torch_too):
             worker_args += ["--repeats", str(args.repeats)]
         label = implementations[0] if implementations else TORCH
         print(f"== {backend}: {name}, {label} alone", file=sys.stderr, flush=True)
-        result = run_worker(backend, worker_args, directory)
+        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if with_torch else None
+        result = run_worker(backend, worker_args, directory, env=env)
         rows.update(result["training"][name])
     return rows
 
@@ -222,10 +240,123 @@ def _torch_available():
     return True
 
 
+# The accelerator's tables: (configurations trained, decoding configuration,
+# decoding batch sizes, matmul sizes); `--quick` runs the tiny ones.
+ACCELERATOR = {
+    "full": (["base-256x64-bf16", "base-64x32"], "small", [1, 64], [8192]),
+    "quick": (["tiny-bf16", "tiny"], "tiny", [1, 2], [256]),
+}
+PROBE = (
+    "import jax; d = jax.devices()[0]; "
+    "print(d.platform, len(jax.devices()), d.device_kind, sep='|')"
+)
+
+
+def find_accelerator():
+    """The accelerator JAX computes on, as a string, or None (CPU only).
+
+    Asked in a process of its own: JAX reserves most of a GPU's memory in
+    the process that first uses it, and the workers need it.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=_environment("jax"),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return None
+    platform_name, count, kind = done.stdout.strip().splitlines()[-1].split("|", 2)
+    if platform_name == "cpu":
+        return None
+    return f"{count} x {kind} ({platform_name})"
+
+
+def accelerator_jobs(args):
+    """The worker runs of `--accelerator`: [(stage, configuration, args)].
+
+    Training runs each implementation in a process of its own
+    (`run_isolated`); the matmul rates and decoding run in one process
+    each, decoding without PyTorch (its cacheless recomputation is not a
+    row of the GPU tables).
+    """
+    trained, decoded, batches, sizes = ACCELERATOR["quick" if args.quick else "full"]
+    repeats = [] if args.repeats is None else ["--repeats", str(args.repeats)]
+    torch_flag = ["--torch" if args.torch else "--no-torch"]
+    jobs = [
+        (
+            "matmul",
+            None,
+            ["--stages", "matmul", "--matmul-dtypes", "bfloat16", "float32"]
+            + ["--matmul-sizes", *map(str, sizes)]
+            + repeats
+            + torch_flag,
+        )
+    ]
+    if "training" in args.stages.split(","):
+        jobs += [("training", name, None) for name in trained]
+    if "decoding" in args.stages.split(","):
+        decoding = ["--stages", "decoding", "--decoding-config", decoded]
+        decoding += ["--batch-sizes", *map(str, batches), "--no-torch"] + repeats
+        if args.quick:
+            decoding += ["--new-tokens", "4", "--min-seconds", "0"]
+        jobs.append(("decoding", decoded, decoding))
+    return jobs
+
+
+REFUSAL = (
+    "benchmarks.run --accelerator: no accelerator found (JAX sees only the "
+    "CPU, or is not installed); run it on a GPU machine, or without "
+    "--accelerator for the CPU tables."
+)
+
+
+def run_accelerator(args, argv, accelerator):
+    """`--accelerator` on `accelerator` (`find_accelerator()`): the GPU tables."""
+    began = time.perf_counter()
+    results = {
+        "started": datetime.datetime.now().isoformat(timespec="seconds"),
+        "command": "python -m benchmarks.run "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": dict(_machine(), gpu=accelerator),
+        "accelerator": accelerator,
+        "backend": "jax",
+        "training": {},
+    }
+    with tempfile.TemporaryDirectory() as directory:
+        for stage, name, worker_args in accelerator_jobs(args):
+            print(f"== accelerator: {stage} {name or ''}", file=sys.stderr, flush=True)
+            if stage == "training":
+                rows = run_isolated(args, "jax", name, directory, args.torch)
+                results["training"][name] = rows
+                continue
+            worker = run_worker("jax", worker_args, directory)
+            results.setdefault("versions", {}).update(worker["versions"])
+            results.setdefault("device", {}).update(worker["device"])
+            if stage == "matmul":
+                results["matmul"] = worker["matmul_by_dtype"]
+            else:
+                results["decoding"] = worker["decoding"]
+                results["decoding_agrees"] = worker["decoding_agrees"]
+                results["new_tokens"] = worker["new_tokens"]
+                results["decoding_config"] = name
+    results["wall_seconds"] = time.perf_counter() - began
+    os.makedirs(args.output_dir, exist_ok=True)
+    with open(os.path.join(args.output_dir, "accelerator.json"), "w") as file:
+        json.dump(results, file, indent=1)
+    text = report.render_accelerator(results)
+    with open(os.path.join(args.output_dir, "accelerator.md"), "w") as file:
+        file.write(text)
+    print(text)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=None, help="default 5")
-    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax"])
+    parser.add_argument(
+        "--backends", nargs="+", default=None, help="default: tensorflow jax"
+    )
     parser.add_argument("--configs", nargs="+", default=None, help="small base")
     parser.add_argument("--stages", default="matmul,training,decoding,serving")
     parser.add_argument(
@@ -248,7 +379,34 @@ def main(argv=None):
         action="store_true",
         help="run the (single) backend in this process",
     )
+    parser.add_argument(
+        "--accelerator",
+        action="store_true",
+        help="the GPU tables (JAX): accelerator.md and accelerator.json",
+    )
     args = parser.parse_args(argv)
+    if args.accelerator:
+        if args.backends not in (None, ["jax"]):
+            parser.error(
+                "--accelerator runs the JAX backend only; received --backends "
+                + " ".join(args.backends)
+                + "."
+            )
+        if args.in_process:
+            parser.error(
+                "--accelerator runs every job in a process of its own; "
+                "leave out --in-process."
+            )
+        if args.configs or args.implementations:
+            parser.error(
+                "--accelerator runs its own configurations and every "
+                "implementation; leave out --configs and --implementations."
+            )
+    args.backends = args.backends or ["tensorflow", "jax"]
+    accelerator = find_accelerator() if args.accelerator else None
+    if args.accelerator and accelerator is None:
+        print(REFUSAL, file=sys.stderr)
+        return 2
     if args.quick:
         args.decoding_processes = 1
     if args.decoding_processes < 1:
@@ -266,6 +424,8 @@ def main(argv=None):
             file=sys.stderr,
         )
         args.torch = False
+    if args.accelerator:
+        return run_accelerator(args, argv, accelerator)
 
     began = time.perf_counter()
     results = {

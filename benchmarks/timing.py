@@ -1,4 +1,4 @@
-"""Interleaved timing and the machine's float32 matmul rate.
+"""Interleaved timing and the machine's matmul rates.
 
 The CPU these benchmarks run on is shared, so a burst of load elsewhere
 would bias whichever implementation happened to run during it. Timing
@@ -96,16 +96,22 @@ def _seconds(fn):
     return time.perf_counter() - began
 
 
-def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
-    """Best float32 matmul rates of this process's backend (and torch).
+def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False, dtype="float32"):
+    """Best matmul rates of this process's backend (and torch) in `dtype`.
 
     Square (n, n) x (n, n) products, 2 n^3 FLOPs each, best of `repeats`
-    at the fastest size. Returns dict library -> (FLOP/s, FLOPs per
-    second of processor time, all threads together).
+    at the fastest size, on the backend's default device (a GPU where
+    there is one; torch on `peers_torch.pick_device()`), in `dtype`
+    (`"float32"` or `"bfloat16"`). Returns dict library -> (FLOP/s, FLOPs
+    per second of processor time, all threads together).
     """
     # Lazy: run.py imports this module for its load average, without Keras.
     import keras
 
+    if dtype not in ("float32", "bfloat16"):
+        raise ValueError(
+            f"`dtype` must be 'float32' or 'bfloat16'; received {dtype!r}."
+        )
     backend = keras.backend.backend()
     rng = np.random.default_rng(0)
     rates = {}
@@ -122,7 +128,7 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
         product = tf.function(tf.linalg.matmul, jit_compile=True)
 
         def tf_multiply(n):
-            a, b = (tf.constant(x) for x in arrays(n))
+            a, b = (tf.cast(tf.constant(x), dtype) for x in arrays(n))
             return lambda: product(a, b).numpy()
 
         rates["tensorflow"] = _best_rate(tf_multiply, sizes, repeats)
@@ -132,16 +138,29 @@ def matmul_rates(sizes=(512, 1024, 2048), repeats=5, torch_too=False):
         product = jax.jit(jax.numpy.matmul)
 
         def jax_multiply(n):
-            a, b = (jax.numpy.asarray(x) for x in arrays(n))
+            a, b = (jax.numpy.asarray(x, dtype=dtype) for x in arrays(n))
             return lambda: product(a, b).block_until_ready()
 
         rates["jax"] = _best_rate(jax_multiply, sizes, repeats)
     if torch_too:
         import torch  # Optional: benchmarks/requirements.txt.
 
+        from benchmarks import peers_torch
+
+        device = peers_torch.pick_device()
+        torch_dtype = getattr(torch, dtype)
+
         def torch_multiply(n):
-            a, b = (torch.from_numpy(x) for x in arrays(n))
-            return lambda: torch.mm(a, b)
+            a, b = (
+                torch.from_numpy(x).to(device=device, dtype=torch_dtype)
+                for x in arrays(n)
+            )
+
+            def run():
+                torch.mm(a, b)
+                peers_torch.synchronize(device)
+
+            return run
 
         rates["torch"] = _best_rate(torch_multiply, sizes, repeats)
     return rates

@@ -8,6 +8,12 @@ ours with its own loss and label smoothing 0.1 (`keras_seq.losses`), the
 Keras peers with Keras' `ignore_class=0` loss. PyTorch trains the same way
 in an eager loop on tensors it holds.
 
+Each configuration's `policy` (`"float32"`, or `"mixed_bfloat16"` for
+the accelerator's tables) applies to every implementation: the Keras
+models are built under it, PyTorch runs its forward pass and loss under
+bfloat16 autocast. Every row keeps the last step's loss, and a NaN loss
+is reported as such.
+
 Not one short `model.fit` per repetition: on the 2-core AMD machine a
 `fit` call of a few steps sometimes ended on a multiple of 512 ms of wall
 clock (5 steps of about 475 ms of work took 2.56 s, on JAX 5.11 s) while
@@ -25,6 +31,8 @@ its length bucket, 24 columns instead of 32 for `small`), in a row of its
 own: same real tokens, fewer computed columns, and FLOPs counted over the
 columns it computes.
 """
+
+import math
 
 import keras
 
@@ -65,8 +73,18 @@ def _loss(name):
 
 
 def keras_trainer(name, config, inputs, labels, jit_compile):
-    """A zero-argument function that runs `config["steps"]` training steps."""
-    model = build_keras(name, config)
+    """A zero-argument function that runs `config["steps"]` training steps.
+
+    The model is built under the configuration's dtype `policy`
+    (`"float32"` by default, or `"mixed_bfloat16"`); the function returns
+    the last step's loss as a float, NaN included.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(config.get("policy", "float32"))
+    try:
+        model = build_keras(name, config)
+    finally:
+        keras.config.set_dtype_policy(previous)
     model.compile(
         optimizer=keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.98, epsilon=1e-9),
         loss=_loss(name),
@@ -128,8 +146,18 @@ def measure(
     if backend != "tensorflow":
         xla_modes = (True,)
     found = candidates(config, implementations, xla_modes, with_torch)
+    losses = {}
+
+    def keeping_loss(label, train):
+        def run():
+            losses[label] = train()
+
+        return run
+
     medians = timing.interleaved(
-        {label: entry[3] for label, entry in found.items()}, repeats, warmup=1
+        {label: keeping_loss(label, entry[3]) for label, entry in found.items()},
+        repeats,
+        warmup=1,
     )
     tokens = config_lib.target_tokens_per_step(config) * config["steps"]
     rows = {}
@@ -145,5 +173,15 @@ def measure(
             "tokens_per_s": tokens / seconds,
             "flops_per_s": flops / seconds,
             "times": medians[label]["times"],
+            # The last step's loss: a NaN means the step's speed is not a
+            # training speed, and the tables say so.
+            "loss": _json_float(losses[label]),
+            "loss_is_nan": math.isnan(losses[label]),
+            "policy": config.get("policy", "float32"),
         }
     return rows
+
+
+def _json_float(value):
+    """`value`, or None for NaN and infinities, which JSON does not have."""
+    return value if math.isfinite(value) else None

@@ -57,6 +57,28 @@ def _versions(with_torch):
     return versions
 
 
+def _device(with_torch):
+    """What each library computes on: {library: description}."""
+    devices = {}
+    if keras.backend.backend() == "jax":
+        import jax  # Backend-specific: this worker may run TensorFlow.
+
+        device = jax.devices()[0]
+        devices["jax"] = f"{device.platform}: {device.device_kind}"
+    else:
+        import tensorflow as tf  # Backend-specific: this worker may run JAX.
+
+        gpus = tf.config.list_logical_devices("GPU")
+        devices["tensorflow"] = f"gpu: {gpus[0].name}" if gpus else "cpu"
+    if with_torch:
+        import torch  # Optional: benchmarks/requirements.txt.
+
+        device = peers_torch.pick_device()
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+        devices["torch"] = f"{device.type}: {name}" if name else device.type
+    return devices
+
+
 def _log(message):
     print(f"[{keras.backend.backend()}] {message}", file=sys.stderr, flush=True)
 
@@ -74,11 +96,15 @@ def run(args):
     }
     began = time.perf_counter()
     stages = set(args.stages.split(","))
+    result["device"] = _device(with_torch)
     if "matmul" in stages:
-        _log("float32 matmul rate")
-        result["matmul"] = timing.matmul_rates(
-            sizes=tuple(args.matmul_sizes), torch_too=with_torch
-        )
+        for dtype in args.matmul_dtypes:
+            _log(f"{dtype} matmul rate")
+            result.setdefault("matmul_by_dtype", {})[dtype] = timing.matmul_rates(
+                sizes=tuple(args.matmul_sizes), torch_too=with_torch, dtype=dtype
+            )
+        if "float32" in args.matmul_dtypes:
+            result["matmul"] = result["matmul_by_dtype"]["float32"]
     for name in args.configs:
         if "training" not in stages:
             break
@@ -98,6 +124,7 @@ def run(args):
         _log(f"decoding, {args.decoding_config}")
         stage_began = time.perf_counter()
         result["decoding_agrees"] = decoding.check_agreement(config)
+        result["new_tokens"] = args.new_tokens
         decoded = decoding.measure(
             config,
             args.repeats,
@@ -139,6 +166,12 @@ def build_parser():
     parser.add_argument("--min-seconds", type=float, default=0.3)
     parser.add_argument(
         "--matmul-sizes", type=int, nargs="+", default=[512, 1024, 2048]
+    )
+    parser.add_argument(
+        "--matmul-dtypes",
+        nargs="+",
+        choices=("float32", "bfloat16"),
+        default=["float32"],
     )
     parser.add_argument(
         "--xla",

@@ -35,3 +35,14 @@ def test_bucketed_batch_is_the_fixed_batch_without_its_padding_columns():
     attention = 3 * 6 * 2 * (2 * 64 * 24 * 24 * 128)
     expected = 6 * (encoder + decoder + output) * 64 * 24 + attention
     assert config.training_flops(small, length=24) == expected
+
+
+def test_the_bucket_rule_is_the_pipelines_own():
+    # Restated without TensorFlow for the JAX harness; the pipelines'
+    # module (which imports TensorFlow) is the reference.
+    from keras_seq.text import default_bucket_boundaries
+
+    for max_length in (5, 8, 16, 40, 64, 128, 256, 1000):
+        assert config.bucket_boundaries(max_length) == default_bucket_boundaries(
+            max_length
+        ), max_length
