@@ -85,6 +85,22 @@ def default_steps_per_check():
     return 8
 
 
+def check_num_return(num_return, beam_width):
+    """Refuses a `num_return` outside [1, beam_width].
+
+    Called before a compiled search is traced too, so that the message is
+    not wrapped in the trace of a `tf.function`.
+
+    Raises:
+        ValueError: naming `num_return` and the range.
+    """
+    if not 1 <= num_return <= beam_width:
+        raise ValueError(
+            f"`num_return` must be in [1, beam_width={beam_width}]; "
+            f"received {num_return}."
+        )
+
+
 def beam_search(
     step_fn,
     reorder_fn,
@@ -132,11 +148,7 @@ def beam_search(
         ending with its end token and zeros, and their (B, num_return)
         length-normalised log-probabilities.
     """
-    if not 1 <= num_return <= beam_width:
-        raise ValueError(
-            f"`num_return` must be in [1, beam_width={beam_width}]; "
-            f"received {num_return}."
-        )
+    check_num_return(num_return, beam_width)
     check_positive_int(steps_per_check, "steps_per_check", allow_none=True)
     stops = end_token_id is not None and end_token_id >= 0
     if not stops:

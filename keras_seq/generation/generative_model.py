@@ -32,7 +32,7 @@ import keras
 from keras import ops
 
 from keras_seq.generation.beam import beam_search as run_beam_search
-from keras_seq.generation.beam import tile_beams
+from keras_seq.generation.beam import check_num_return, tile_beams
 from keras_seq.generation.sampling import (
     given_buffer,
     make_sampler,
@@ -238,6 +238,7 @@ class GenerativeModel:
         """
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         check_positive_int(beam_width, "beam_width")
+        check_num_return(num_return, beam_width)
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
         key += (start_token_id, end_token_id)
 

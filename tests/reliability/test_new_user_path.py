@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from keras_seq import text
@@ -230,3 +231,10 @@ def test_one_python_call_loads_a_directory_and_uses_it(translator_dir, tmp_path)
     with pytest.raises(ValueError) as error:
         model_dir.load_model_dir(str(tmp_path))
     assert str(error.value).startswith(f"{tmp_path} has no run.json; expected")
+
+
+def test_num_return_beyond_the_beams_is_one_plain_error(translator):
+    ids = np.asarray([[5, 6, 7]], "int32")
+    with pytest.raises(ValueError) as error:
+        translator.beam_search(ids, 4, beam_width=2, num_return=3)
+    assert str(error.value) == "`num_return` must be in [1, beam_width=2]; received 3."
