@@ -31,6 +31,25 @@ def check_rate(value, name="dropout"):
         raise ValueError(f"`{name}` must be in [0, 1); received {value!r}.")
 
 
+def check_token_id(value, name, size, allow_no_end=False):
+    """Raise unless `value` is an int id in [0, size) (`size` None: any id >= 0).
+
+    With `allow_no_end`, None and negative ids pass too: an end id that no
+    token has, which decodes to the full length.
+    """
+    if allow_no_end and (value is None or (_is_int(value) and value < 0)):
+        return
+    expected = f"an int id in [0, {size})" if size else "an int id >= 0"
+    if allow_no_end:
+        expected += ", or None (or a negative id) for no end token"
+    if not _is_int(value) or value < 0 or (size and value >= size):
+        raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_bool(value, name):
     """Raise unless `value` is `True` or `False`."""
     if not isinstance(value, bool):

@@ -40,7 +40,7 @@ from keras_seq.generation.sampling import (
     zero_after_end,
 )
 from keras_seq.text import END_ID, START_ID
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_positive_int, check_token_id
 
 # The default output length of a model without a length limit of its own.
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -174,6 +174,7 @@ class GenerativeModel:
         (1, 8)
         """
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        self._check_special_ids(start_token_id, end_token_id)
         if strategy == "beam":
             ids, _ = self.beam_search(
                 token_ids,
@@ -237,6 +238,7 @@ class GenerativeModel:
             (B, num_return) length-normalised log-probabilities.
         """
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        self._check_special_ids(start_token_id, end_token_id)
         check_positive_int(beam_width, "beam_width")
         check_num_return(num_return, beam_width)
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
@@ -258,6 +260,19 @@ class GenerativeModel:
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
         return run_compiled(self, key, make_fn, token_ids)
+
+    def _check_special_ids(self, start_token_id, end_token_id):
+        """Refuses start and end ids the model cannot output.
+
+        An id beyond the output vocabulary would be looked up in the
+        embedding table (an error on TensorFlow, NaN on JAX) or never be
+        produced. Models that state their output size with `label_size()`
+        (the zoo's) are checked against it.
+        """
+        bound = self.label_size() if hasattr(self, "label_size") else None
+        size = bound[0] if bound else None
+        check_token_id(start_token_id, "start_token_id", size)
+        check_token_id(end_token_id, "end_token_id", size, allow_no_end=True)
 
     def _sample(self, token_ids, sampler, max_new_tokens, start_token_id, end_token_id):
         """The sampler's loop: the given ids are kept, the rest chosen."""

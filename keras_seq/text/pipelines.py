@@ -29,10 +29,12 @@ from keras_seq.text.vocabulary import (
     END_ID,
     MASK_ID,
     PAD_ID,
+    RESERVED_TOKENS,
     START_ID,
+    UNK_ID,
     _check_texts,
 )
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_positive_int, check_rate
 
 # Bucket lengths start here and grow by this factor, rounded up to a multiple
 # of 8 (see `default_bucket_boundaries`).
@@ -80,6 +82,7 @@ def make_translation_dataset(
     training=False,
     bucket_boundaries=None,
     epoch=None,
+    token_dropout=0.0,
 ):
     """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
 
@@ -118,6 +121,9 @@ def make_translation_dataset(
             pair whose longer side has n tokens goes to the smallest one
             `>= n`. `max_length` is added if missing. Defaults to
             `default_bucket_boundaries(max_length)`.
+        token_dropout: float in [0, 1), word dropout: the share of source
+            and decoder-input tokens replaced by `[UNK]` in each batch, drawn
+            anew every pass (labels are kept). 0 keeps every token.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels)`: `features` a dict with
@@ -126,6 +132,7 @@ def make_translation_dataset(
     """
     sources, targets = _check_pairs(pairs)
     max_length = _check_size(max_length, "max_length", minimum=2)
+    check_rate(token_dropout, "token_dropout")
     lengths = _check_boundaries(bucket_boundaries, max_length)
     if batch_size is not None:
         batch_size = _check_size(batch_size, "batch_size")
@@ -167,7 +174,39 @@ def make_translation_dataset(
         )
         batch_sizes = [max(1, min(b, c)) for b, c in zip(batch_sizes, counts)]
     dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
+    if token_dropout:
+        dataset = _drop_tokens(dataset, token_dropout, seed)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _drop_tokens(dataset, rate, seed):
+    """Word dropout: replaces a `rate` share of input tokens by `[UNK]`.
+
+    Hiding words from the encoder and from the decoder's history makes the
+    model lean on the rest of the sentence; on small corpora it is one of
+    the regularisers that matter most (Sennrich & Zhang, 2019, after Gal &
+    Ghahramani, 2016, who drop a word's embedding; `[UNK]` is that with an
+    embedding of its own). Reserved tokens (padding, `[START]`, `[END]`)
+    are kept, so lengths, masks and labels do not change.
+
+    `Dataset.random` draws a seed per batch, anew on every pass.
+    """
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+
+    def drop(batch, batch_seed):
+        features, labels = batch
+        stateless_seed = tf.stack([batch_seed, tf.constant(seed, tf.int64)])
+        dropped = {}
+        for i, (name, ids) in enumerate(sorted(features.items())):
+            keep = (
+                tf.random.stateless_uniform(tf.shape(ids), stateless_seed + i) >= rate
+            )
+            keep |= ids < len(RESERVED_TOKENS)
+            dropped[name] = tf.where(keep, ids, tf.constant(UNK_ID, ids.dtype))
+        return dropped, labels
+
+    dataset = tf.data.Dataset.zip(dataset, seeds)
+    return dataset.map(tf.autograph.experimental.do_not_convert(drop))
 
 
 def _bucket(dataset, example_lengths, bucket_lengths, batch_sizes, training):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import zoo
+from keras_seq.validation import check_token_id
 
 V = 30  # Every tiny model here is built on this vocabulary.
 GOOD = np.array([[5, 6, 7, 0], [1, 2, 3, 4]], "int32")  # (2, 4), 0 = padding
@@ -199,9 +200,9 @@ def test_a_single_logit_takes_binary_targets():
 
 GENERATIVE = ("translator", "rnn_translator", "language_model")
 SEARCHES = {
-    "generate": lambda m, ids: m.generate(ids, 4),
-    "generate_beam": lambda m, ids: m.generate(ids, 4, strategy="beam"),
-    "beam_search": lambda m, ids: m.beam_search(ids, 4, beam_width=2),
+    "generate": lambda m, ids, **kw: m.generate(ids, 4, **kw),
+    "generate_beam": lambda m, ids, **kw: m.generate(ids, 4, strategy="beam", **kw),
+    "beam_search": lambda m, ids, **kw: m.beam_search(ids, 4, beam_width=2, **kw),
 }
 
 
@@ -219,3 +220,36 @@ def test_prompts_out_of_range_are_refused(models, family, search, ids, received)
     with pytest.raises(ValueError) as info:
         SEARCHES[search](models[family], ids)
     assert str(info.value) == _message("token_ids", *received)
+
+
+SPECIAL_IDS = {
+    "start_token_id": (
+        [V, -1, 2.0, True],
+        f"`start_token_id` must be an int id in [0, {V})",
+    ),
+    "end_token_id": (
+        [V, V + 9, 3.0],
+        f"`end_token_id` must be an int id in [0, {V}), or None (or a negative "
+        "id) for no end token",
+    ),
+}
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+@pytest.mark.parametrize("family", GENERATIVE)
+@pytest.mark.parametrize("argument", sorted(SPECIAL_IDS))
+def test_start_and_end_ids_beyond_the_output_are_refused(
+    models, family, search, argument
+):
+    ids = GOOD[:, :3]  # a language model's prompt has no padding
+    values, expected = SPECIAL_IDS[argument]
+    for value in values:
+        with pytest.raises(ValueError) as info:
+            SEARCHES[search](models[family], ids, **{argument: value})
+        assert str(info.value) == f"{expected}; received {value!r}."
+    # The checks run before anything is traced, so the accepted ids are
+    # shown on the check itself: the last id, and no end token.
+    check_token_id(V - 1, argument, V, allow_no_end=argument == "end_token_id")
+    if argument == "end_token_id":
+        check_token_id(None, argument, V, allow_no_end=True)
+        check_token_id(-1, argument, V, allow_no_end=True)

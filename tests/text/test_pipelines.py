@@ -12,6 +12,7 @@ from keras_seq.text import (
     MASK_ID,
     PAD_ID,
     START_ID,
+    UNK_ID,
     default_bucket_boundaries,
     make_classification_dataset,
     make_language_model_dataset,
@@ -202,9 +203,42 @@ def test_shuffle_is_seeded_and_batch_size_can_be_fixed(
     assert not all(np.array_equal(a, b) for a, b in zip(first, second))
 
 
+def test_token_dropout_hides_input_words_only(
+    pairs, source_tokenizer, target_tokenizer
+):
+    def dataset(rate):
+        return _translation(
+            pairs, source_tokenizer, target_tokenizer, seed=3, training=True,
+            token_dropout=rate,
+        )[0]  # fmt: skip
+
+    plain = _epoch(dataset(0.0))
+    dropping = dataset(0.3)
+    first, second = _epoch(dropping), _epoch(dropping)
+    assert len(first) == len(plain) == dropping.cardinality().numpy()
+    dropped_shares = []
+    for (features, labels), (kept, kept_labels) in zip(first, plain):
+        np.testing.assert_array_equal(labels, kept_labels)  # labels untouched
+        for name in ("encoder_token_ids", "decoder_token_ids"):
+            ids, original = features[name], kept[name]
+            changed = ids != original
+            assert (ids[changed] == UNK_ID).all()
+            # Padding, [START] and [END] stay, so masks and lengths do too.
+            assert not changed[original < 5].any()
+            dropped_shares.append((changed.sum(), (original >= 5).sum()))
+    dropped, words = np.sum(dropped_shares, axis=0)
+    assert words > 2000 and abs(dropped / words - 0.3) < 0.03
+    # The same batches in the same order, but a new draw of hidden words.
+    again = [f["encoder_token_ids"] for f, _ in second]
+    assert not all(
+        np.array_equal(f["encoder_token_ids"], a) for (f, _), a in zip(first, again)
+    )
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
+        ({"token_dropout": 1.0}, ValueError, "`token_dropout` must be in"),
         ({"max_length": 1}, ValueError, "max_length"),
         ({"bucket_boundaries": [16, 8]}, ValueError, "bucket_boundaries"),
         ({"bucket_boundaries": [8, 32]}, ValueError, "bucket_boundaries"),

@@ -9,13 +9,14 @@ takes it.
 import dataclasses
 import functools
 import math
+import os
 from collections.abc import Callable
 
 import zoo
 from keras_seq import text
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from zoo.cli import corpora
-from zoo.recipes import model_dir, tasks, translation
+from zoo.recipes import model_dir, plots, tasks, translation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +103,14 @@ def _translation_corpus(args):
 
 
 def _train_translator(args, corpus, output_dir, common, family):
-    result = translation.train_translator(
-        corpus,
-        output_dir,
-        family=family,
-        average_last_epochs=args.average_epochs,
-        **common,
+    recipe = translation.recipe_arguments(args.recipe, **common)
+    if args.average_epochs is not None:
+        recipe["average_last_epochs"] = args.average_epochs
+    result = translation.train_translator(corpus, output_dir, family=family, **recipe)
+    plots.plot_learning_curves(
+        result["history"],
+        result["bleu_history"],
+        os.path.join(output_dir, "learning_curves.png"),
     )
     tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
     scores = score_translator(result["model"], tokenizers, corpus.test, args.beam_width)

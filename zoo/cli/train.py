@@ -13,7 +13,7 @@ from zoo.cli.errors import (
     reported_as_usage,
 )
 from zoo.cli.families import FAMILIES
-from zoo.recipes import model_dir, runtime
+from zoo.recipes import model_dir, runtime, translation
 
 VARIANTS_HELP = (
     "add the dictionary's further sentence pairs (other synonyms, slashed "
@@ -61,8 +61,21 @@ def add_parser(commands):
     parser.add_argument(
         "--average-epochs",
         type=int,
-        default=1,
-        help="translators: end with the mean weights of the last N epochs",
+        default=None,
+        help=(
+            "translators: end with the mean weights of the last N epochs "
+            "(default: the recipe's, 1 or 5)"
+        ),
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=tuple(translation.RECIPES),
+        default="default",
+        help=(
+            "translators: low-resource adds dropout 0.3, label smoothing 0.3, "
+            "word dropout 0.1 and early stopping on validation BLEU, for many "
+            "--epochs (see docs/training.md)"
+        ),
     )
     parser.add_argument(
         "--variants",
@@ -136,7 +149,12 @@ def _check(args):
             "--beam-width applies to translator and rnn-translator; "
             f"received {args.beam_width} for {args.family}"
         )
-    if args.average_epochs != 1 and not family.translates:
+    if args.recipe != "default" and not family.translates:
+        raise UsageError(
+            "--recipe applies to translator and rnn-translator; "
+            f"received {args.recipe} for {args.family}"
+        )
+    if args.average_epochs not in (None, 1) and not family.translates:
         raise UsageError(
             "--average-epochs applies to translator and rnn-translator; "
             f"received {args.average_epochs} for {args.family}"
@@ -176,7 +194,7 @@ def settings(args, names):
 
 SETTINGS = (
     "family", "data", "preset", "seed", "vocabulary_size", "average_epochs",
-    "variants", "precision",
+    "variants", "precision", "recipe",
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -140,6 +141,7 @@ def translator_dir(tmp_path_factory):
     result = _run(
         "train", "translator", "--data", str(data), "--preset", "tiny",
         "--epochs", "2", "--average-epochs", "2", "--output-dir", str(out),
+        "--recipe", "low-resource",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "test BLEU" in result.stdout
@@ -152,6 +154,19 @@ def test_train_translator_writes_a_loadable_directory(translator_dir):
     assert run["family"] == "translator"
     assert 0.0 <= run["bleu_beam4"] <= 100.0 and run["params"] > 1000
     assert (out / "history.csv").read_text().count("\n") == 3  # header + 2
+
+
+def test_train_applies_the_named_recipe(translator_dir):
+    out, _ = translator_dir
+    settings = json.loads((out / "training.json").read_text())
+    assert settings["recipe"] == "low-resource" and settings["average_epochs"] == 2
+    config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
+    assert config["config"]["dropout"] == 0.3  # the recipe's, over the preset's 0.0
+    header = (out / "history.csv").read_text().splitlines()[0].split(",")
+    assert "val_bleu" in header and (out / "learning_curves.png").stat().st_size > 1000
+    refused = _run("train", "classifier", "--recipe", "low-resource")
+    assert refused.returncode == 1
+    assert "--recipe applies to translator and rnn-translator" in refused.stderr
 
 
 def test_translate_reads_arguments_and_stdin(translator_dir):

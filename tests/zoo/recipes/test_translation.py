@@ -61,3 +61,34 @@ def test_train_translator_refuses_a_bad_average_count(tmp_path, value):
     with pytest.raises(ValueError, match="`average_last_epochs` must be a positive"):
         recipe.train_translator(corpus, str(tmp_path), average_last_epochs=value)
     assert not any(tmp_path.iterdir()), "refused before anything is written"
+
+
+def test_early_stopping_on_validation_bleu(tmp_path, monkeypatch):
+    from keras_seq.data import TranslationCorpus
+    from zoo.recipes import translation as recipe
+
+    pairs = [(f"ich sehe {w}.", f"i see {w}.") for w in "abcdefgh"]
+    corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:3], test=pairs[:3])
+    scores = iter([5.0, 6.0, 5.5, 6.0, 4.0, 9.0, 9.0, 9.0])  # best: epoch 2
+    monkeypatch.setattr(recipe, "corpus_bleu", lambda *a, **k: next(scores))
+    result = recipe.train_translator(
+        corpus, str(tmp_path), preset="tiny", epochs=8, vocabulary_size=40,
+        bleu_sample=3, verbose=0, early_stopping_patience=3, token_dropout=0.1,
+    )  # fmt: skip
+    # Epochs 3, 4 and 5 do not beat epoch 2's 6.0 (a tie is no gain): stop.
+    assert len(result["history"]["loss"]) == 5
+    assert [bleu for _, _, bleu in result["bleu_history"]] == [5, 6, 5.5, 6, 4]
+
+
+def test_recipes_are_named_argument_sets(tmp_path):
+    from zoo.recipes import translation as recipe
+
+    arguments = recipe.recipe_arguments("low-resource", epochs=300, dropout=0.1)
+    assert arguments["epochs"] == 300 and arguments["dropout"] == 0.3
+    assert arguments["label_smoothing"] == 0.3 and arguments["token_dropout"] == 0.1
+    assert recipe.recipe_arguments("default", epochs=3) == {"epochs": 3}
+    with pytest.raises(ValueError, match="`recipe` must be one of"):
+        recipe.recipe_arguments("tiny-data")
+    with pytest.raises(ValueError, match="`early_stopping_patience`"):
+        recipe.train_translator(None, str(tmp_path), early_stopping_patience=0)
+    assert not any(tmp_path.iterdir()), "refused before anything is written"
