@@ -72,7 +72,7 @@ def add_parser(commands):
         choices=tuple(translation.RECIPES),
         default="default",
         help=(
-            "translators: low-resource adds dropout 0.3, label smoothing 0.3, "
+            "translators: low-resource adds dropout 0.2, label smoothing 0.2, "
             "word dropout 0.1 and early stopping on validation BLEU, for many "
             "--epochs (see docs/training.md)"
         ),
@@ -230,7 +230,12 @@ def run(args):
     family = FAMILIES[args.family]
     corpus = family.corpus(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
-    resumed = run_dirs.claim(output_dir, settings(args, SETTINGS), args.overwrite)
+    run_settings = settings(args, SETTINGS)
+    if family.translates:
+        # The recipe's values, not only its name: a backup made under other
+        # values (another version of keras-seq) must not be resumed by them.
+        run_settings["recipe_arguments"] = translation.RECIPES[args.recipe]
+    resumed = run_dirs.claim(output_dir, run_settings, args.overwrite)
     strategy = _runtime(args)
     announce_resume(output_dir, resumed, args.epochs)
     common = {

@@ -54,10 +54,10 @@ BUILDERS = {
 RECIPES = {
     "default": {},
     "low-resource": {
-        "dropout": 0.3,
-        "label_smoothing": 0.3,
+        "dropout": 0.2,
+        "label_smoothing": 0.2,
         "token_dropout": 0.1,
-        "early_stopping_patience": 12,
+        "early_stopping_patience": 15,
         "average_last_epochs": 5,
     },
 }

@@ -160,8 +160,10 @@ def test_train_applies_the_named_recipe(translator_dir):
     out, _ = translator_dir
     settings = json.loads((out / "training.json").read_text())
     assert settings["recipe"] == "low-resource" and settings["average_epochs"] == 2
+    # Its values too, so a backup made under other values is not resumed.
+    assert settings["recipe_arguments"]["token_dropout"] == 0.1
     config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
-    assert config["config"]["dropout"] == 0.3  # the recipe's, over the preset's 0.0
+    assert config["config"]["dropout"] == 0.2  # the recipe's, over the preset's 0.0
     header = (out / "history.csv").read_text().splitlines()[0].split(",")
     assert "val_bleu" in header and (out / "learning_curves.png").stat().st_size > 1000
     refused = _run("train", "classifier", "--recipe", "low-resource")

@@ -84,8 +84,8 @@ def test_recipes_are_named_argument_sets(tmp_path):
     from zoo.recipes import translation as recipe
 
     arguments = recipe.recipe_arguments("low-resource", epochs=300, dropout=0.1)
-    assert arguments["epochs"] == 300 and arguments["dropout"] == 0.3
-    assert arguments["label_smoothing"] == 0.3 and arguments["token_dropout"] == 0.1
+    assert arguments["epochs"] == 300 and arguments["dropout"] == 0.2
+    assert arguments["label_smoothing"] == 0.2 and arguments["token_dropout"] == 0.1
     assert recipe.recipe_arguments("default", epochs=3) == {"epochs": 3}
     with pytest.raises(ValueError, match="`recipe` must be one of"):
         recipe.recipe_arguments("tiny-data")
