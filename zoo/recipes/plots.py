@@ -14,9 +14,14 @@ def plot_learning_curves(history, bleu_points, path):
         history: Keras' history dict, with `loss` (and `val_loss`).
         bleu_points: list of `(minutes, epoch, BLEU)` (`BleuHistory.points`).
         path: str, the image file to write.
+
+    A resumed run's `fit` sees only the epochs after the interruption; they
+    are numbered from the first BLEU point's epoch, and its minutes count
+    from the resumption.
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    epochs = np.arange(1, len(history["loss"]) + 1)
+    first_epoch = bleu_points[0][1] if bleu_points else 1
+    epochs = np.arange(first_epoch, first_epoch + len(history["loss"]))
     left.plot(epochs, history["loss"], "o-", label="training")
     if "val_loss" in history:
         left.plot(epochs, history["val_loss"], "s-", label="validation")
