@@ -63,8 +63,8 @@ def add_parser(commands):
         type=int,
         default=None,
         help=(
-            "translators: end with the mean weights of the last N epochs "
-            "(default: the recipe's, 1 or 5)"
+            "translators: end with the mean weights of the last N epochs; "
+            "None: the recipe's (1, or 5 for low-resource)"
         ),
     )
     parser.add_argument(
@@ -72,9 +72,11 @@ def add_parser(commands):
         choices=tuple(translation.RECIPES),
         default="default",
         help=(
-            "translators: low-resource adds dropout 0.2, label smoothing 0.2, "
-            "word dropout 0.1 and early stopping on validation BLEU, for many "
-            "--epochs (see docs/training.md)"
+            "translators: low-resource trains with "
+            + ", ".join(
+                f"{k}={v}" for k, v in translation.RECIPES["low-resource"].items()
+            )
+            + " (see docs/training.md)"
         ),
     )
     parser.add_argument(
