@@ -358,6 +358,11 @@ def targets_section(results, peak, cpu_peak=None):
                     f"{DECODING_TARGET}x): {_verdict(ratio >= DECODING_TARGET)} "
                     f"({cpu:.2f}x by processor time)."
                 )
+    return _targets_section(lines)
+
+
+def _targets_section(lines):
+    """The "Targets" subsection of verdict lines, or "" when there are none."""
     if not lines:
         return ""
     return "### Targets\n\n" + "\n".join(lines) + "\n"
@@ -632,9 +637,7 @@ def accelerator_targets_section(results):
                 f"of its wall time (target under {100 * BEAM_PROCESSOR_SHARE:.0f}%): "
                 f"{_verdict(share < BEAM_PROCESSOR_SHARE)}."
             )
-    if not lines:
-        return ""
-    return "### Targets\n\n" + "\n".join(lines) + "\n"
+    return _targets_section(lines)
 
 
 def accelerator_matmul_section(results):

@@ -341,14 +341,9 @@ def run_accelerator(args, argv, accelerator):
                 results["new_tokens"] = worker["new_tokens"]
                 results["decoding_config"] = name
     results["wall_seconds"] = time.perf_counter() - began
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "accelerator.json"), "w") as file:
-        json.dump(results, file, indent=1)
-    text = report.render_accelerator(results)
-    with open(os.path.join(args.output_dir, "accelerator.md"), "w") as file:
-        file.write(text)
-    print(text)
-    return 0
+    return _write_results(
+        args.output_dir, "accelerator", results, report.render_accelerator
+    )
 
 
 def main(argv=None):
@@ -468,11 +463,16 @@ def main(argv=None):
     results["load"]["end"] = timing.load_average()
     results["wall_seconds"] = time.perf_counter() - began
 
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "benchmarks.json"), "w") as file:
+    return _write_results(args.output_dir, "benchmarks", results, report.render)
+
+
+def _write_results(output_dir, stem, results, render):
+    """Writes `<stem>.json` and the tables `<stem>.md`, prints the tables; 0."""
+    os.makedirs(output_dir, exist_ok=True)
+    with open(os.path.join(output_dir, f"{stem}.json"), "w") as file:
         json.dump(results, file, indent=1)
-    text = report.render(results)
-    with open(os.path.join(args.output_dir, "benchmarks.md"), "w") as file:
+    text = render(results)
+    with open(os.path.join(output_dir, f"{stem}.md"), "w") as file:
         file.write(text)
     print(text)
     return 0
