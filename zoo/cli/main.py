@@ -18,13 +18,24 @@ from zoo.cli import (
     export,
     generate,
     presets,
+    serve,
     train,
     translate,
 )
 from zoo.cli.errors import UsageError
 from zoo.recipes import runtime
 
-COMMANDS = (demo, train, evaluate, translate, classify, generate, export, presets)
+COMMANDS = (
+    demo,
+    train,
+    evaluate,
+    translate,
+    classify,
+    generate,
+    export,
+    presets,
+    serve,
+)
 
 
 def build_parser():
