@@ -5,15 +5,17 @@
 # Eq. (7.1)–(7.2) run over its own weights, which we check number for number;
 # the book's toy look-ahead model over an 8-word lexicon has exactly 748
 # parameters, and we train it; backpropagation through time (Eq. 7.6–7.11)
-# written out by hand gives the same gradients as `tf.GradientTape`; and, at
+# written out by hand, (7.7) and (7.8) included, gives the same gradients as
+# `tf.GradientTape`; and, at
 # initialization, the gradient that reaches the first input shrinks
 # geometrically with the length T for SimpleRNN, LSTM and GRU (a path of T
 # Jacobians, Eq. 7.12), but only like 1/T for a Transformer encoder block,
-# whose path from any input to any output has constant length. Truncated
-# backpropagation through time (Eq. 7.13) is implemented and compared with
-# the full gradient, gradient clipping (`clipnorm`) is shown taming the
-# exploding case, and the TBPTT chunk explains why $T < d$ for RNNs in the
-# operation counts.
+# whose path from any input to any output has constant length. The
+# chapter's cut of the far adjoints (Eq. 7.13) is computed and compared with
+# the full gradient, and so is truncated backpropagation through time
+# (TBPTT), the separate technique the chapter names for long sequences;
+# gradient clipping (`clipnorm`) is shown taming the exploding case, and the
+# TBPTT chunk explains why $T < d$ for RNNs in the operation counts.
 
 # %%
 import os
@@ -153,8 +155,8 @@ print(
 # We train the toy model for one-step look-ahead, $y^{(t)} = x^{(t+1)}$, with the
 # categorical cross-entropy of Eq. (7.4)–(7.5), on four sentences of the
 # lexicon. After "of" the next word is "deep" or "machine", and only the word
-# two or three steps back (engineering or statistics) tells which: the state has
-# to carry it.
+# just before "of" (engineering or statistics) tells which: the state that
+# reads "of" has to carry the word of the step before.
 
 # %%
 SENTENCES = [
@@ -180,6 +182,11 @@ def one_hot_batch(sentences):
     return inputs, targets, weights
 
 
+# The word that decides what follows "of" is always the one just before it.
+assert {s.split()[s.split().index("of") - 1] for s in SENTENCES} == {
+    "engineering",
+    "statistics",
+}
 inputs, targets, weights = one_hot_batch(SENTENCES)
 toy.compile(
     optimizer=keras.optimizers.Adam(0.03), loss="sparse_categorical_crossentropy"
@@ -195,6 +202,7 @@ print(f"training loss after 300 full-batch steps: {loss:.3f} ({seconds:.1f} s)")
 
 predicted = keras.ops.convert_to_numpy(toy(inputs)).argmax(-1)  # (B, T)
 continuations = {}  # prefix -> the next words seen after it in training
+misses = []  # per sentence, the number of wrong next words
 for sentence in SENTENCES:
     words = sentence.split()
     for t in range(1, len(words)):
@@ -210,15 +218,26 @@ for row, sentence in enumerate(SENTENCES):
     ]
     print(f"{sentence:<48} -> " + " ".join(g + k for g, k in zip(guesses, marks)))
     assert "!" not in marks  # every next word that the prefix determines is right
+    misses.append(sum(k != "" for k in marks))
 print("* = a miss where the training sentences continue the prefix in several ways")
+print(
+    f"next words seen after 'the': {len(continuations[('the',)])}; "
+    f"after 'the mathematical': {len(continuations[('the', 'mathematical')])}; "
+    f"misses in the first sentence: {misses[0]}"
+)
+assert len(continuations[("the",)]) == 3
+assert len(continuations[("the", "mathematical")]) == 2
+if not QUICK:  # the sentence below reads it
+    assert misses[0] == 1
 
 # %% [markdown]
 # The misses (marked `*`) are exactly where the training sentences disagree:
 # after "the" three words occur and after "the mathematical" two, so no model
 # can do better than pick one of them. Every "of" is
-# resolved correctly: the state remembers whether "engineering" or
-# "statistics" came two or three steps earlier. (Fig. 7.5 shows the book's
-# reading of the first sentence, also with one error.)
+# resolved correctly (the `!` check above): the state remembers whether
+# "engineering" or "statistics" came one step earlier. Fig. 7.5 shows the
+# book's reading of the first sentence, with one error; the first sentence
+# here also has one (printed above).
 #
 # ## 3. Backpropagation through time by hand, Eq. (7.6)–(7.11)
 #
@@ -239,6 +258,15 @@ print("* = a miss where the training sentences continue the prefix in several wa
 # The gradient with respect to the first input is
 # $W_{hx}^\top \mathrm{diag}(\dot\sigma(a^{(1)}))\,\zeta^{(1)}$. We compare both
 # with what `tf.GradientTape` computes on the Keras layer of Section 1.
+#
+# The printed (7.11) evaluates the slope at
+# $W_{hh} h^{(t)} + W_{hx} x^{(t)} + b_h$. Since
+# $h^{(t+1)} = S_h(W_{hh} h^{(t)} + W_{hx} x^{(t+1)} + b_h)$, the input in the
+# Jacobian $\partial h^{(t+1)} / \partial h^{(t)}$ is $x^{(t+1)}$, so the slope
+# is $\dot\sigma(a^{(t+1)})$ as above: an index slip, like the printed
+# denominators of (7.25) and (7.33) noted in notebooks 05 and 07. The last
+# lines below run the recursion with the printed index and compare it with
+# the tape.
 
 
 # %%
@@ -276,6 +304,80 @@ np.testing.assert_allclose(grad_x1, tape_x1, rtol=1e-4, atol=1e-6)
 print(f"dC/dW_hh: largest |hand - tape| = {np.abs(grad_W_hh - tape_W_hh).max():.1e}")
 print(f"dC/dx(1): largest |hand - tape| = {np.abs(grad_x1 - tape_x1).max():.1e}")
 print("adjoint norms |zeta(t)|, t = 1..T:", np.round(np.linalg.norm(zeta, axis=1), 3))
+
+# Eq. (7.11) as printed: the slope at W_hh h(t) + W_hx x(t) + b_h, x(t) for x(t+1).
+states_1, _ = rnn_loop(sequence[None], W_hh, W_hx, b_h)
+printed_pre = states_1[0, :-1] @ W_hh.T + sequence[:-1] @ W_hx.T + b_h  # (T-1, m)
+zeta_printed = u
+for t in range(T - 2, -1, -1):  # from zeta(T-1) down to zeta(1)
+    zeta_printed = W_hh.T @ ((1.0 - np.tanh(printed_pre[t]) ** 2) * zeta_printed)
+slope_1 = 1.0 - np.tanh(sequence[0] @ W_hx.T + b_h) ** 2  # sigma-dot(a(1)), h(0) = 0
+grad_x1_printed = W_hx.T @ (slope_1 * zeta_printed)
+slip = np.abs(grad_x1_printed - tape_x1).max() / np.abs(tape_x1).max()
+print(
+    f"dC/dx(1) with the printed index of (7.11): off by {slip:.0%} of the largest entry"
+)
+assert slip > 0.1
+
+# %% [markdown]
+# ### A loss at every step: Eq. (7.7) and (7.8)
+#
+# The chapter's loss averages one term per step, $C = \frac{1}{T}
+# \sum_{t=1}^{T} C^{(t)}$ (Eq. 7.4), so its gradient averages theirs,
+#
+# $$g_W = \frac{1}{T} \sum_{t=1}^{T}
+#   \frac{\partial C^{(t)}(h^{(t)}, y^{(t)}; W)}{\partial W}, \qquad (7.7)$$
+#
+# and each $C^{(t)}$ reaches $W$ through every state up to $h^{(t)}$:
+#
+# $$g_W = \frac{1}{T} \sum_{t=1}^{T} \sum_{\tau=1}^{t}
+#   \frac{\partial h^{(\tau)}}{\partial W}\, \zeta^{(\tau)}. \qquad (7.8)$$
+#
+# With $C^{(t)} = {u^{(t)}}^\top h^{(t)}$, one vector $u^{(t)}$ per step,
+# $\partial C^{(t)} / \partial W$ is the computation above on the first $t$
+# steps: the inner sum of (7.8) is the sum of `bptt_by_hand`'s terms on
+# $x^{(1)}, \dots, x^{(t)}$, with $\partial h^{(\tau)} / \partial W\,
+# \zeta^{(\tau)}$ the term $\mathrm{diag}(\dot\sigma(a^{(\tau)}))\,
+# \zeta^{(\tau)} {h^{(\tau-1)}}^\top$ of (7.9). Inside (7.8), $\zeta^{(\tau)}$ is
+# the adjoint of $C^{(t)}$ alone, $\partial C^{(t)} / \partial h^{(\tau)}$. The
+# adjoint of the whole $C$ already sums over every $t \ge \tau$: with it, the
+# gradient is one sum over $\tau$ (the single backward pass a framework
+# runs), and putting it inside the sum over $t$ counts its terms again. The
+# cell checks all three against the tape.
+
+# %%
+U = np.random.default_rng(6).normal(size=(T, m))  # u(t), one per step
+per_step, prefix_adjoints = [], []
+for t in range(1, T + 1):
+    zeta_t, terms_t, _ = bptt_by_hand(sequence[:t], U[t - 1], W_hh, W_hx, b_h)
+    per_step.append(terms_t.sum(axis=0))  # Eq. (7.8): the sum over tau <= t
+    prefix_adjoints.append(np.vstack([zeta_t, np.zeros((T - t, m))]))  # (T, m)
+g_W = np.mean(per_step, axis=0)  # Eq. (7.7): (1/T) sum over t
+
+with tf.GradientTape() as tape:
+    loss = tf.reduce_mean(tf.reduce_sum(rnn(x_tensor)[0] * U.astype("float32"), -1))
+tape_all_steps = keras.ops.convert_to_numpy(
+    tape.gradient(loss, rnn.cell.recurrent_kernel)
+).T
+np.testing.assert_allclose(g_W, tape_all_steps, rtol=1e-4, atol=1e-6)
+
+# The adjoint of the whole C, and the two ways of using it.
+whole_zeta = np.mean(prefix_adjoints, axis=0)  # dC/dh(tau), (T, m)
+states_1, pre_1 = rnn_loop(sequence[None], W_hh, W_hx, b_h)
+slope_all = 1.0 - np.tanh(pre_1[0]) ** 2  # sigma-dot(a(tau)), (T, m)
+previous = np.vstack([np.zeros((1, m)), states_1[0, :-1]])  # h(tau - 1)
+local = np.einsum("ti,tj->tij", slope_all * whole_zeta, previous)  # (T, m, m)
+one_sum = local.sum(axis=0)
+double_sum = np.mean([local[:t].sum(axis=0) for t in range(1, T + 1)], axis=0)
+np.testing.assert_allclose(one_sum, tape_all_steps, rtol=1e-4, atol=1e-6)
+recount = np.abs(double_sum - tape_all_steps).max() / np.abs(tape_all_steps).max()
+print(f"Eq. (7.7)-(7.8) against the tape: {np.abs(g_W - tape_all_steps).max():.1e}")
+one_sum_error = np.abs(one_sum - tape_all_steps).max()
+print(f"one sum over tau with the whole loss's adjoints: {one_sum_error:.1e}")
+print(
+    f"those adjoints inside the sum over t: off by {recount:.0%} of the largest entry"
+)
+assert recount > 0.1
 
 # %% [markdown]
 # ## 4. Why the adjoints vanish or explode, Eq. (7.12)
@@ -320,7 +422,7 @@ print(
 )
 
 # %% [markdown]
-# ## 5. Truncated backpropagation through time, Eq. (7.13)
+# ## 5. Dropping the far adjoints, Eq. (7.13), and truncated BPTT
 #
 # Why the far past matters: the chapter's example is a text whose blank can
 # only be filled in from a word near its start,
@@ -345,8 +447,11 @@ print(
 # the 300. An automatic-differentiation framework gets the same truncation
 # from one line, which hands the state $h^{(T_0 - 1)}$ to the remaining steps
 # as a constant (`tf.stop_gradient`): the forward pass is unchanged, and no
-# adjoint flows back past it. Practical *truncated BPTT* does this every $k$
-# steps: it cuts a long stream into chunks, carries the state from one chunk
+# adjoint flows back past it. (7.13) describes what vanishing adjoints
+# already do to the gradient; the chapter names *truncated backpropagation
+# through time* (TBPTT) separately, as a technique that limits how many
+# steps the signal backpropagates in each pass. TBPTT makes the same cut
+# every $k$ steps: it splits a long stream into chunks, carries the state from one chunk
 # into the next (Keras' `stateful=True`, or `initial_state=` as below) and
 # backpropagates within the chunk only. `tbptt_gradient` cuts the sequence
 # into chunks of `chunk` steps counted back from $T$, so its last chunk
@@ -516,7 +621,7 @@ unclipped, clipped = np.array(update_norms[None]), np.array(update_norms[CLIPNOR
 assert abs(1.1**100 - 1.4e4) < 0.05e4  # the growth over 100 steps, Section 4
 assert unclipped[0].max() > 1e4 and np.isnan(losses[None][1])
 assert np.all(clipped <= LEARNING_RATE * CLIPNORM * (1 + 1e-4))
-assert np.all(np.diff(losses[CLIPNORM]) < 0)
+assert np.all(np.diff(losses[CLIPNORM]) < 0) and min(losses[CLIPNORM]) > 1e8
 
 # %% [markdown]
 # Without clipping the first update moves a weight by more than $10^4$,
@@ -524,7 +629,8 @@ assert np.all(np.diff(losses[CLIPNORM]) < 0)
 # (`nan`). With `clipnorm=1` no weight moves by more than
 # $10^{-3}$, the learning rate times $c$, and the loss goes down. Clipping
 # bounds the step, not the recursion: the forward pass of this model still
-# grows like $1.1^T$, which is why its loss is large.
+# multiplies the state by a $W_{hh}$ of modulus 1.1 at every step, which is
+# why its loss stays above $10^8$ (printed above).
 
 # %% [markdown]
 # ## 7. The gradient of the last output with respect to the first input
@@ -617,12 +723,13 @@ if not QUICK:
 plt.show()
 
 # %% [markdown]
-# On the semi-log axes the three recurrent layers fall on straight lines: the
-# gradient shrinks by a constant factor per step, as a product of $T$
-# Jacobians does. We read that factor off the slope between T = 13 and the
-# longest length, and compare it with the Transformer block, whose gradient
-# only thins out like 1/T because the attention weights of the last position
-# spread over T keys.
+# On the semi-log axes the three recurrent layers fall close to straight
+# lines from T = 13 on: the gradient shrinks by a roughly constant factor per
+# step, as a product of $T$ Jacobians does. We read that factor off the slope
+# between T = 13 and the longest length (below 0.9 for all three), and
+# compare it with the Transformer block, whose gradient only thins out like
+# 1/T (within a factor of 4 over the range), because the attention weights
+# of the last position spread over T keys.
 
 # %%
 first = LENGTHS.index(13)
