@@ -163,7 +163,22 @@ def _as_request_error(error):
     if isinstance(error, RequestError):
         return error
     message = getattr(error, "message", None) or str(error)
-    first = message.strip().splitlines()[0] if message.strip() else type(error).__name__
+    # A graph's error opens with "Graph execution error:" and the node's
+    # trace; the client needs the op's own words (e.g. "indices[0,0] = 999
+    # is not in [0, 38)"), its first line of its own.
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    detail = [line for line in lines if not line.startswith(_TRACE_LINES)]
+    first = (detail or lines or [type(error).__name__])[0]
     if isinstance(error, tf.errors.InvalidArgumentError):
         return RequestError(400, first)
     return RequestError(500, f"{type(error).__name__}: {first}")
+
+
+_TRACE_LINES = (
+    "Graph execution error",
+    "Detected at node",
+    "<stack traces unavailable>",
+    "File ",
+    "[[",
+    "{{",
+)

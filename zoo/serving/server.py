@@ -44,8 +44,9 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_version = "keras-seq"
-    sys_version = ""
+
+    def version_string(self):
+        return "keras-seq"
 
     def setup(self):
         self.timeout = self.server.app.request_timeout
@@ -57,6 +58,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def send_error(self, code, message=None, explain=None):
         """http.server's own refusals (bad request line, headers) as JSON."""
         self.close_connection = True
+        if self.request_version == "HTTP/0.9":
+            # A request line that did not parse leaves http.server's default,
+            # under which no status line is written; HTTP/1.0 clients and
+            # later all read one.
+            self.request_version = "HTTP/1.0"
         self._answer(code, {"error": message or HTTPStatus(code).phrase})
 
     def do_GET(self):
