@@ -216,6 +216,7 @@ else:
 
 # %%
 d = translator.model_dim
+assert d == 16  # the d of the sentence above
 chained = keras.Sequential(
     [keras.Input((None, d)), TransformerDecoderBlock(num_heads=2, ff_dim=32)]
 )
