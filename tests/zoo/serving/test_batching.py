@@ -1,0 +1,125 @@
+"""Request batching: concurrent requests merged into one model call (as TF
+Serving's max_batch_size and batch_timeout_micros), results split back."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tests.zoo.serving.conftest import NAME
+from tests.zoo.serving.http_client import call
+from zoo.serving.batching import Batcher
+from zoo.serving.servable import RequestError
+
+PREDICT = f"/v1/models/{NAME}:predict"
+
+
+class _Doubler:
+    """A stand-in signature: doubles `x`, refuses negatives, records batches."""
+
+    name = "double"
+
+    def __init__(self):
+        self.batches = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+
+    def __call__(self, arrays):
+        self.entered.set()
+        self.release.wait()
+        x = arrays["x"]
+        self.batches.append(len(x))
+        if (x < 0).any():
+            raise RequestError(400, "negative")
+        return {"y": 2 * x}
+
+
+def _concurrently(function, arguments):
+    results = [None] * len(arguments)
+
+    def run(i):
+        try:
+            results[i] = function(arguments[i])
+        except RequestError as error:
+            results[i] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(arguments))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_requests_merge_up_to_the_largest_batch():
+    signature = _Doubler()
+    batcher = Batcher(signature, max_batch_size=6, batch_timeout_micros=5_000_000)
+    inputs = [{"x": np.array([[i], [10 + i]])} for i in range(6)]  # 2 rows each
+    results = _concurrently(batcher.run, inputs)
+    for i, result in enumerate(results):
+        np.testing.assert_array_equal(result["y"], [[2 * i], [20 + 2 * i]])
+    # 12 rows at most 6 a call: two full calls, none waits 5 s for a third.
+    assert signature.batches == [6, 6]
+    assert batcher.calls == 2
+    batcher.close()
+
+
+def test_shapes_apart_and_a_bad_request_fails_alone():
+    signature = _Doubler()
+    signature.release.clear()  # Hold the first call while the others queue.
+    batcher = Batcher(signature, max_batch_size=32, batch_timeout_micros=0)
+    inputs = [{"x": np.array([[1]])}]
+    inputs += [{"x": np.array([[i]])} for i in (2, -3, 4)]
+    inputs += [{"x": np.array([[5, 6]])}]  # Another width: not merged.
+    results = {}
+
+    def send(i):
+        results[i] = _try(batcher.run, inputs[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(inputs))]
+    threads[0].start()
+    assert signature.entered.wait(10)  # The first call has started.
+    for queued, thread in enumerate(threads[1:], 1):
+        thread.start()  # Queued in order: one at a time.
+        deadline = time.monotonic() + 10
+        while batcher._queue.qsize() < queued and time.monotonic() < deadline:
+            time.sleep(0.005)
+    signature.release.set()
+    for thread in threads:
+        thread.join()
+    assert isinstance(results[2], RequestError) and results[2].status == 400
+    for i in (0, 1, 3):
+        np.testing.assert_array_equal(results[i]["y"], 2 * inputs[i]["x"])
+    np.testing.assert_array_equal(results[4]["y"], [[10, 12]])
+    # 1 alone; 2, -3, 4 merged (3 rows) and failed; each again alone; the
+    # wider one apart.
+    assert signature.batches == [1, 3, 1, 1, 1, 1]
+    batcher.close()
+    with pytest.raises(RequestError, match="shutting down"):
+        batcher.run({"x": np.array([[1]])})
+
+
+def _try(function, arguments):
+    try:
+        return function(arguments)
+    except RequestError as error:
+        return error
+
+
+def test_concurrent_http_requests_make_one_model_call(server):
+    sentences = [f"w{i} w{i + 1}." for i in range(8)]
+    alone = [call(server.url, "POST", PREDICT, {"instances": [s]}) for s in sentences]
+    batcher = server.batchers["serving_default"]
+    saved = batcher.max_batch_size, batcher.timeout
+    batcher.max_batch_size, batcher.timeout = len(sentences), 30.0
+    try:
+        before = batcher.calls
+        results = _concurrently(
+            lambda s: call(server.url, "POST", PREDICT, {"instances": [s]}), sentences
+        )
+        assert batcher.calls - before == 1  # Full at 8: no 30 s wait.
+    finally:
+        batcher.max_batch_size, batcher.timeout = saved
+    assert results == alone
