@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece tokenizer's ops)
 from google.protobuf import json_format
+from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
 DEFAULT_SIGNATURE = "serving_default"
@@ -104,7 +105,7 @@ class Servable:
         try:
             self.signature_defs = _signature_defs(path)
             loaded = tf.saved_model.load(path)
-        except (OSError, ValueError, tf.errors.OpError) as error:
+        except (OSError, ValueError, DecodeError, tf.errors.OpError) as error:
             lines = str(error).strip().splitlines() or [""]
             raise LoadError(
                 f"{path} does not load as a SavedModel "

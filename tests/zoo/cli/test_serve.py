@@ -1,0 +1,121 @@
+"""`keras-seq serve`'s life: one line and exit 1 for a bad directory, a bad
+flag or a port in use; SIGTERM answers the requests in flight, then exit 0;
+the status says START, then AVAILABLE once loaded and warm."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import keras
+import pytest
+
+if keras.backend.backend() != "tensorflow":
+    pytest.skip("serving runs SavedModels: TensorFlow", allow_module_level=True)
+
+from tests.zoo.serving import exports  # noqa: E402
+from tests.zoo.serving.http_client import call  # noqa: E402
+from zoo.cli.main import main  # noqa: E402
+from zoo.serving import ModelServer  # noqa: E402
+
+TEXTS = ["w1 w2.", "w3 w4 w5!"]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """A classifier: exported and loaded in seconds (no decoding loop)."""
+    base = tmp_path_factory.mktemp("serve") / "sentiment"
+    exports.export_classifier(base)
+    return base
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("keras-seq: ")
+    return err[0]
+
+
+def test_not_a_saved_model_is_one_line(tmp_path, capsys):
+    assert main(["serve", "--saved-model", str(tmp_path)]) == 1
+    assert "no saved_model.pb" in _one_line(capsys)
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "saved_model.pb").write_bytes(b"not a protocol buffer")
+    assert main(["serve", "--saved-model", str(tmp_path), "--port", "0"]) == 1
+    assert "does not load as a SavedModel" in _one_line(capsys)
+
+
+def test_port_in_use_and_bad_flags_are_one_line(base, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        assert main(["serve", "--saved-model", str(base), "--port", port]) == 1
+        line = _one_line(capsys)
+        assert f"--port {port}: cannot listen there" in line
+        assert "in use" in line
+    args = ["serve", "--saved-model", str(base), "--port", "0"]
+    assert main([*args, "--max-batch-size", "0"]) == 1
+    assert _one_line(capsys) == (
+        "keras-seq: --max-batch-size must be an int >= 1; received 0."
+    )
+    assert main([*args, "--model-name", "a/b"]) == 1
+    assert "--model-name must be a non-empty name" in _one_line(capsys)
+
+
+def test_status_says_when_loaded_and_warm(base):
+    server = ModelServer(str(base / "1"), 1, "sentiment", port=0).start()
+    try:
+        status, body = call(server.url, path="/v1/models/sentiment")
+        assert body["model_version_status"][0]["state"] == "START"
+        status, body = call(
+            server.url, "POST", "/v1/models/sentiment:predict", {"instances": TEXTS}
+        )
+        assert status == 503 and "not yet AVAILABLE" in body["error"]
+        server.load()
+        status, body = call(server.url, path="/v1/models/sentiment")
+        assert body["model_version_status"][0]["state"] == "AVAILABLE"
+        assert server.batchers["serving_default"].calls == 1  # The warm-up.
+    finally:
+        server.stop(grace=5)
+    assert server.state == "END"
+
+
+def test_sigterm_answers_the_requests_in_flight(base):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
+    # Requests wait 3 s in the batcher: SIGTERM comes while they do.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo.cli", "serve", "--saved-model", str(base),
+         "--port", "0", "--batch-timeout-micros", "3000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("serving sentiment version 1 from "), (
+            line + process.stderr.read()
+        )
+        url = line.split(" at ")[1].strip().rstrip("/")
+        results = []
+
+        def send():
+            path = "/v1/models/sentiment:predict"
+            results.append(call(url, "POST", path, {"instances": TEXTS}))
+
+        threads = [threading.Thread(target=send) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)
+        process.send_signal(signal.SIGTERM)
+        for thread in threads:
+            thread.join()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert [status for status, _ in results] == [200] * 4
+    assert results[0][1] == results[3][1]
+    labels = [p["label"] for p in results[0][1]["predictions"]]
+    assert len(labels) == 2 and set(labels) <= {"negative", "positive"}
+    assert "stopping" in process.stdout.read()
