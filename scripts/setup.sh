@@ -13,6 +13,10 @@ fi
 if ! command -v make >/dev/null 2>&1; then need_apt+=(make); fi
 # Graphviz draws `keras.utils.plot_model` graphs.
 if ! command -v dot >/dev/null 2>&1; then need_apt+=(graphviz); fi
+# The test of `keras-seq serve`'s page drives Debian's chromium headless.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  need_apt+=(chromium chromium-driver)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
