@@ -82,7 +82,12 @@ ONE_LINE_CASES = [
      r"^keras-seq: --epochs must be at least 1; received -1$"),
     ("--minutes 0 into a finished run", [*TRAIN, "--minutes", "0", "--output-dir",
                                          "{finished}"],
-     r"^keras-seq: --minutes must be above 0; received 0.0$"),
+     r"^keras-seq: --minutes must be a finite number above 0; received 0.0$"),
+    ("--minutes nan", [*TRAIN, "--minutes", "nan"],
+     r"^keras-seq: --minutes must be a finite number above 0; received nan$"),
+    ("--vocabulary-size below the reserved tokens",
+     [*TRAIN, "--vocabulary-size", "5"],
+     r"^keras-seq: --vocabulary-size must be at least 6; received 5$"),
     ("a finished run without --overwrite", [*TRAIN, "--output-dir", "{finished}"],
      r"^keras-seq: --output-dir .*finished holds a finished translator run "
      r"\(run.json, model.keras\); pass --overwrite to replace it"),
@@ -109,6 +114,10 @@ ONE_LINE_CASES = [
      r"^keras-seq: --export-dir /proc/sys/served: /proc/sys is not writable"),
     ("a truncated model.keras", ["translate", "--model-dir", "{truncated}", "w1."],
      r"^keras-seq: --model-dir .*model.keras: not a whole .keras archive"),
+    ("--beam-width above the vocabulary", ["translate", "--model-dir", "{model}",
+                                           "--beam-width", "36", "w1."],
+     r"^keras-seq: --beam-width must be at most 35 \(the target vocabulary size\); "
+     r"received 36\.$"),
     ("translate a classifier directory", ["classify", "--model-dir", "{model}",
                                           "w1."],
      r"^keras-seq: --model-dir .* holds a translator; `classify` needs a "
@@ -238,3 +247,42 @@ def test_num_return_beyond_the_beams_is_one_plain_error(translator):
     with pytest.raises(ValueError) as error:
         translator.beam_search(ids, 4, beam_width=2, num_return=3)
     assert str(error.value) == "`num_return` must be in [1, beam_width=2]; received 3."
+
+
+def test_a_str_is_one_text_and_bounds_are_checked_first(
+    translator_dir, classifier, tokenizer
+):
+    from zoo.recipes import tasks, translation
+
+    trained = model_dir.load_model_dir(str(translator_dir))
+    options = {"beam_width": 1, "max_new_tokens": 4}
+    one = trained.translate("w1 w2.", **options)
+    assert isinstance(one, str)
+    assert [one] == trained.translate(["w1 w2."], **options)
+    for options, error, message in [
+        ({"beam_width": 36}, ValueError, "`beam_width` must be at most 35 (the "
+                                         "target vocabulary size); received 36."),
+        ({"max_new_tokens": 32}, ValueError, "`max_new_tokens` must be at most 31 "
+                                             "(the model's max_length - 1); "
+                                             "received 32."),
+        ({"beam_width": 2.0}, TypeError, "`beam_width` must be an int; received "
+                                         "2.0."),
+    ]:  # fmt: skip
+        with pytest.raises(error) as raised:
+            trained.translate("w1.", **options)
+        assert str(raised.value) == message
+    with pytest.raises(TypeError, match=r"^`texts\[0\]` must be a str; received int"):
+        trained.translate([1])
+    classifier_dir = model_dir.TrainedModel(
+        "classifier_dir", "classifier", classifier, {"max_length": 16},
+        {"text": tokenizer},
+    )  # fmt: skip
+    row = classifier_dir.classify("w1 w2 w3")
+    np.testing.assert_allclose(row, classifier_dir.classify(["w1 w2 w3"])[0])
+    assert row.shape == (classifier.get_config()["num_classes"],)
+    # The list APIs below take no str: one would be read as its characters.
+    sentences = "w1 w2."
+    with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
+        translation.translate_texts(trained.model, tokenizer, tokenizer, sentences)
+    with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
+        tasks.classify_texts(classifier, tokenizer, sentences, 16)

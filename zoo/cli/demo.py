@@ -88,6 +88,14 @@ def run(args):
     resumed = run_dirs.claim(
         args.output_dir, train.settings(args, SETTINGS), args.overwrite
     )
+    try:
+        return _train_and_report(args, corpus, resumed)
+    finally:
+        run_dirs.release(args.output_dir)
+
+
+def _train_and_report(args, corpus, resumed):
+    """Trains into the claimed `--output-dir`, then scores, saves and serves."""
     train.announce_resume(args.output_dir, resumed, args.epochs)
     result = translation.train_translator(
         corpus,

@@ -5,6 +5,7 @@ exits with status 1; any other exception is a bug and keeps its traceback.
 """
 
 import contextlib
+import math
 
 
 class UsageError(Exception):
@@ -27,13 +28,13 @@ def check_at_least(value, flag, minimum=1):
 
 
 def check_above_zero(value, flag):
-    """Refuses a time or size flag that is not positive (None passes).
+    """Refuses a time or size flag that is not a positive number (None passes).
 
     Raises:
-        UsageError: when `value <= 0`.
+        UsageError: when `value <= 0`, or is nan or infinite.
     """
-    if value is not None and value <= 0:
-        raise UsageError(f"{flag} must be above 0; received {value}")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{flag} must be a finite number above 0; received {value}")
 
 
 def check_preset(preset, presets, flag="--preset"):
@@ -46,6 +47,27 @@ def check_preset(preset, presets, flag="--preset"):
         raise UsageError(
             f"{flag} must be one of {sorted(presets)}; received {preset!r}"
         )
+
+
+@contextlib.contextmanager
+def named_as_flags(**flags):
+    """Turns an API check's `ValueError`/`TypeError` into a `UsageError`.
+
+    The API names its arguments in backquotes (`beam_width`); the message
+    the user sees names the flag they typed (--beam-width) instead, so each
+    bound is checked once, by the API, for both.
+
+    Args:
+        **flags: the API's argument name -> the flag, e.g.
+            `beam_width="--beam-width"`.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        for name, flag in flags.items():
+            message = message.replace(f"`{name}`", flag)
+        raise UsageError(message) from None
 
 
 @contextlib.contextmanager

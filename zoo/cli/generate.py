@@ -1,6 +1,6 @@
 """`keras-seq generate`: continue a prompt with a language-model directory."""
 
-from zoo.cli.errors import check_at_least
+from zoo.cli.errors import named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
 
@@ -16,11 +16,20 @@ def add_parser(commands):
     parser.add_argument(
         "--max-new-tokens",
         type=int,
-        default=80,
-        help="the most tokens to add (bounded by the model's max_length)",
+        default=None,
+        help="the most tokens to add (at most the model's max_length - 1); "
+        "None: as many as the model's max_length leaves",
     )
     parser.add_argument("--top-k", type=int, default=20, help="of the sampler")
-    parser.add_argument("--seed", type=int, default=0, help="of the sampler")
+    parser.add_argument(
+        "--top-p", type=float, default=None, help="of the sampler, in (0, 1]"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="of the sampler; a prompt and a seed always give the same text",
+    )
     parser.add_argument("prompts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -31,16 +40,18 @@ def run(args):
     Returns:
         0, the exit status.
     """
-    check_at_least(args.max_new_tokens, "--max-new-tokens")
-    check_at_least(args.top_k, "--top-k")
-    check_at_least(args.seed, "--seed", minimum=0)
-    prompts = read_texts(args.prompts, "prompts")
+    options = {
+        "max_new_tokens": args.max_new_tokens,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "seed": args.seed,
+    }
+    flags = {name: "--" + name.replace("_", "-") for name in options}
     trained = load_model_dir(args.model_dir, ("language-model",), "generate")
+    with named_as_flags(**flags):
+        trained.check_generate_options(**options)
+    prompts = read_texts(args.prompts, "prompts")
+    # One prompt at a time: each draws from the seed as if it were alone.
     for prompt in prompts:
-        print(
-            trained.generate(
-                prompt, max_new_tokens=args.max_new_tokens, top_k=args.top_k,
-                seed=args.seed,
-            )
-        )  # fmt: skip
+        print(trained.generate(prompt, **options))
     return 0

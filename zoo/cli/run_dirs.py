@@ -1,6 +1,12 @@
 """What `train` and `demo` may do with the `--output-dir` they are given.
 
-A directory holds at most one run. Before anything is written:
+A directory holds at most one run, and one process at a time: the run in
+progress holds an advisory lock on `LOCK_FILE` (`fcntl.flock`), which the
+kernel drops when the process ends, however it ends, so a run killed with
+SIGKILL never blocks the next (which then resumes). Before anything is
+written:
+
+- a directory another live run holds is refused, naming that run;
 
 - a path that is a file, or a directory that cannot be written, is refused;
 - a finished run (its `run.json`, no backup) is kept unless `--overwrite`;
@@ -11,16 +17,23 @@ The settings of the run in progress are written to `training.json` first,
 so a later command can tell whether a backup is its own.
 """
 
+import atexit
+import contextlib
+import datetime
+import fcntl
 import json
 import os
 import shutil
+import socket
 import tempfile
+import time
 
 from keras_seq.callbacks import finished_epochs
 from zoo.cli.errors import UsageError
 from zoo.recipes import model_dir
 
 SETTINGS_FILE = "training.json"
+LOCK_FILE = ".keras-seq.lock"
 BACKUP_DIR = "backup"
 # What a run writes; `--overwrite` removes these and nothing else (a demo's
 # exported SavedModel versions stay: the next export adds a version).
@@ -38,6 +51,9 @@ RUN_FILES = (
     "attention.png",
 )
 RUN_DIRS = (BACKUP_DIR, "average")
+
+# The directories this process holds: real path -> the locked file's descriptor.
+_HELD = {}
 
 
 def check_writable(path, flag):
@@ -109,6 +125,90 @@ def _remove_run(output_dir):
         shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
 
 
+def _holder(path):
+    """The run holding the lock file `path`, in words, as it wrote them."""
+    for _ in range(40):
+        try:
+            with open(path, encoding="utf-8") as file:
+                holder = json.load(file)
+            return (
+                f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            # Locked, not yet written: the holder writes right after locking.
+            time.sleep(0.05)
+    return "a process that did not say which"
+
+
+def lock(output_dir, flag="--output-dir"):
+    """Makes this process the one run using `output_dir`, until `release`.
+
+    The lock is `fcntl.flock`'s, which the kernel drops when the process
+    ends, so a run that was killed leaves no lock behind (only a stale
+    file, which the next run locks afresh). Locking again a directory
+    this process holds is a no-op.
+
+    Args:
+        output_dir: str, the directory (created if missing).
+        flag: str, the flag that named it.
+
+    Raises:
+        UsageError: when another live process holds the directory; the
+            message names it (pid, host, start time).
+    """
+    directory = os.path.realpath(output_dir)
+    if directory in _HELD:
+        return
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, LOCK_FILE)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(
+                f"{flag} {output_dir} is in use by another run "
+                f"({_holder(path)}); wait for it to end, or choose another "
+                f"{flag}."
+            ) from None
+        # The previous holder removes the file before it unlocks: a lock won
+        # on a removed file guards nothing, so such a lock is tried again.
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": started.strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps(holder).encode())
+    _HELD[directory] = fd
+
+
+def release(output_dir):
+    """Ends this process's hold on `output_dir`; a no-op where it holds none."""
+    directory = os.path.realpath(output_dir)
+    fd = _HELD.pop(directory, None)
+    if fd is None:
+        return
+    # Removed while still locked, so no other process can lock it after.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(directory, LOCK_FILE))
+    os.close(fd)
+
+
+@atexit.register
+def _release_all():
+    for directory in list(_HELD):
+        release(directory)
+
+
 def claim(output_dir, settings, overwrite, flag="--output-dir"):
     """Checks `output_dir` and makes it the home of the run `settings` describe.
 
@@ -121,15 +221,28 @@ def claim(output_dir, settings, overwrite, flag="--output-dir"):
             run's backup.
         flag: str, the flag that named `output_dir`.
 
+    The directory stays locked (`lock`) until `release`, or until the
+    process ends.
+
     Returns:
         The number of epochs an interrupted run of the same settings
         finished (training resumes after them), or 0 for a fresh start.
 
     Raises:
-        UsageError: when the directory cannot be written, or holds a run
-            that `overwrite` does not allow to replace.
+        UsageError: when the directory cannot be written, is in use by
+            another run, or holds a run that `overwrite` does not allow to
+            replace.
     """
     check_writable(output_dir, flag)
+    lock(output_dir, flag)
+    try:
+        return _claim_locked(output_dir, settings, overwrite, flag)
+    except BaseException:
+        release(output_dir)
+        raise
+
+
+def _claim_locked(output_dir, settings, overwrite, flag):
     backup = os.path.join(output_dir, BACKUP_DIR)
     previous = _read_settings(output_dir)
     if os.path.isdir(backup):

@@ -4,6 +4,7 @@ import argparse
 import os
 import sys
 
+from keras_seq.text import RESERVED_TOKENS
 from zoo.cli import corpora, run_dirs
 from zoo.cli.errors import (
     UsageError,
@@ -14,6 +15,9 @@ from zoo.cli.errors import (
 )
 from zoo.cli.families import FAMILIES
 from zoo.recipes import model_dir, runtime, translation
+
+# A vocabulary holds the reserved tokens ([PAD], [UNK], ...) and one more at least.
+RESERVED = len(RESERVED_TOKENS)
 
 VARIANTS_HELP = (
     "add the dictionary's further sentence pairs (other synonyms, slashed "
@@ -144,7 +148,7 @@ def check_common(args, presets):
 def _check(args):
     family = FAMILIES[args.family]
     check_common(args, family.presets)
-    check_at_least(args.vocabulary_size, "--vocabulary-size")
+    check_at_least(args.vocabulary_size, "--vocabulary-size", RESERVED + 1)
     check_at_least(args.beam_width, "--beam-width")
     if args.beam_width != model_dir.BEAM_WIDTH and not family.translates:
         raise UsageError(
@@ -223,7 +227,8 @@ def run(args):
     """Trains `args.family` on `--data` and writes its model directory.
 
     Every flag and the data are checked, and the output directory claimed
-    (`zoo.cli.run_dirs.claim`), before anything is written.
+    (`zoo.cli.run_dirs.claim`), before anything is written; no other run
+    may use the directory until this one ends.
 
     Returns:
         0, the exit status.
@@ -238,6 +243,14 @@ def run(args):
         # values (another version of keras-seq) must not be resumed by them.
         run_settings["recipe_arguments"] = translation.RECIPES[args.recipe]
     resumed = run_dirs.claim(output_dir, run_settings, args.overwrite)
+    try:
+        return _train_and_save(args, family, corpus, output_dir, resumed)
+    finally:
+        run_dirs.release(output_dir)
+
+
+def _train_and_save(args, family, corpus, output_dir, resumed):
+    """Trains into the claimed `output_dir` and saves the model directory."""
     strategy = _runtime(args)
     announce_resume(output_dir, resumed, args.epochs)
     common = {

@@ -5,7 +5,7 @@ import sys
 import warnings
 
 from zoo.cli import serving
-from zoo.cli.errors import UsageError, check_at_least
+from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
 from zoo.recipes import model_dir
@@ -48,11 +48,13 @@ def run(args):
             "--beam-width applies to --model-dir; a SavedModel's "
             "serving_default decodes greedily."
         )
-    sentences = read_texts(args.texts)
     if args.saved_model:
-        outputs = serving.serve(args.saved_model, sentences)
+        outputs = serving.serve(args.saved_model, read_texts(args.texts))
     else:
         trained = load_model_dir(args.model_dir, model_dir.TRANSLATORS, "translate")
+        with named_as_flags(beam_width="--beam-width"):
+            trained.check_translate_options(beam_width=args.beam_width)
+        sentences = read_texts(args.texts)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", model_dir.TruncationWarning)
             outputs = trained.translate(sentences, beam_width=args.beam_width)

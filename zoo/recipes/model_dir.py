@@ -30,6 +30,7 @@ import keras_seq.schedules  # noqa: F401
 import zoo  # noqa: F401
 from keras_seq import text
 from zoo.recipes import tasks, translation
+from zoo.recipes.inputs import check_int_in, check_text_list
 
 MODEL_FILE = "model.keras"
 RUN_FILE = "run.json"
@@ -210,6 +211,32 @@ class TrainedModel:
                 f"{' or '.join(families)}."
             )
 
+    @property
+    def output_vocabulary_size(self):
+        """The number of tokens the model chooses from (the target side)."""
+        config = self.model.get_config()
+        return config.get("target_vocabulary_size", config.get("vocabulary_size"))
+
+    def check_translate_options(self, beam_width=BEAM_WIDTH, max_new_tokens=None):
+        """Refuses options of `translate` this model cannot honour.
+
+        Called by `translate` before any text is tokenized; the command
+        line calls it before it reads its input.
+
+        Raises:
+            ValueError: naming the argument, its bound and the value.
+        """
+        self._require(TRANSLATORS, "translate")
+        check_int_in(
+            beam_width, "beam_width", 1, self.output_vocabulary_size,
+            "the target vocabulary size",
+        )  # fmt: skip
+        limit = getattr(self.model, "max_length", None)
+        check_int_in(
+            max_new_tokens, "max_new_tokens", 1, limit and limit - 1,
+            "the model's max_length - 1",
+        )  # fmt: skip
+
     def translate(self, texts, beam_width=BEAM_WIDTH, max_new_tokens=None):
         """Translates sentences, one output per input (blank in, "" out).
 
@@ -217,15 +244,23 @@ class TrainedModel:
         it; a `TruncationWarning` says how many were.
 
         Args:
-            texts: list of str.
-            beam_width: int, beams of the search; 1 decodes greedily.
-            max_new_tokens: int or None (as many as the model allows).
+            texts: a list of str, or one str (one sentence).
+            beam_width: int in [1, target vocabulary size], beams of the
+                search; 1 decodes greedily.
+            max_new_tokens: int in [1, max_length - 1], or None (as many
+                as the model allows).
 
         Returns:
-            A list of str.
+            A list of str, or one str for one str.
+
+        Raises:
+            ValueError: for an option out of its bounds, before any work.
+            TypeError: when `texts` is not a str or a list of str.
         """
-        self._require(TRANSLATORS, "translate")
-        texts = list(texts)
+        self.check_translate_options(beam_width, max_new_tokens)
+        if isinstance(texts, str):
+            return self.translate([texts], beam_width, max_new_tokens)[0]
+        texts = check_text_list(texts, "texts")
         limit = getattr(self.model, "max_length", None)
         if limit:
             lengths = [len(r) for r in translation.tokenize_to_lists(
@@ -251,39 +286,91 @@ class TrainedModel:
         )
 
     def classify(self, texts):
-        """Class probabilities of texts, a float array (N, classes)."""
+        """Class probabilities of texts.
+
+        Args:
+            texts: a list of str, or one str (one text).
+
+        Returns:
+            A float array (N, classes), or (classes,) for one str.
+        """
         self._require(("classifier",), "classify")
+        if isinstance(texts, str):
+            return self.classify([texts])[0]
+        texts = check_text_list(texts, "texts")
         max_length = self.run.get("max_length", self.model.get_config()["max_length"])
         return tasks.classify_texts(
-            self.model, self.tokenizers["text"], list(texts), max_length
+            self.model, self.tokenizers["text"], texts, max_length
         )
 
-    def generate(self, prompt, max_new_tokens=80, top_k=20, seed=0):
-        """Samples a continuation of `prompt` (top-k) from a language model.
+    def check_generate_options(self, max_new_tokens=None, top_k=20, top_p=None, seed=0):
+        """Refuses options of `generate` this model cannot honour.
+
+        Raises:
+            ValueError: naming the argument, its bound and the value.
+        """
+        self._require(("language-model",), "generate")
+        limit = self.model.get_config()["max_length"]
+        check_int_in(
+            max_new_tokens, "max_new_tokens", 1, limit - 1,
+            "the model's max_length - 1",
+        )  # fmt: skip
+        check_int_in(
+            top_k, "top_k", 1, self.output_vocabulary_size, "the vocabulary size"
+        )
+        if top_p is not None and not (
+            isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0
+        ):
+            raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
+        check_int_in(seed, "seed", 0)
+
+    def generate(self, prompt, max_new_tokens=None, top_k=20, top_p=None, seed=0):
+        """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
 
         Training lines end with [END]; sampling runs past it, so the text
         may span several lines, joined by " / ".
 
+        A seed fixes the draw: the same prompt and `seed` give the same
+        text on every call, whatever was generated before, and each prompt
+        of a list draws as it would alone; `seed=None` draws afresh.
+
         Args:
-            prompt: str, the start of the text.
-            max_new_tokens: int, the most new tokens (bounded by the
-                model's `max_length`).
-            top_k: int, the sampler's k.
-            seed: int, of the sampler.
+            prompt: str, the start of the text, or a list of str (each
+                continued on its own).
+            max_new_tokens: int in [1, max_length - 1], the most new
+                tokens (fewer when the prompt leaves less room), or None:
+                as many as the model's `max_length` leaves.
+            top_k: int in [1, vocabulary size], the sampler's k.
+            top_p: float in (0, 1] or None, the nucleus of the sampler
+                (within the `top_k` most likely tokens).
+            seed: int >= 0 or None, of the sampler.
 
         Returns:
-            str, the prompt and its continuation.
+            str, the prompt and its continuation; a list of str for a list.
+
+        Raises:
+            ValueError: for an option out of its bounds, before any work.
+            TypeError: when `prompt` is not a str or a list of str.
         """
-        self._require(("language-model",), "generate")
+        self.check_generate_options(max_new_tokens, top_k, top_p, seed)
+        if not isinstance(prompt, str):
+            prompts = check_text_list(prompt, "prompt")
+            return [
+                self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
+            ]
         tokenizer = self.tokenizers["text"]
         ids = translation.tokenize_to_lists(tokenizer, [prompt])[0] or [text.START_ID]
         limit = self.model.get_config()["max_length"]
         ids = ids[-(limit - 1) :]  # Room for at least one new token.
+        room = limit - len(ids)
+        if seed is not None:
+            _forget_seeded_samplers(self.model, seed)
         new = self.model.generate(
             np.asarray([ids], "int32"),
-            max_new_tokens=min(max_new_tokens, limit - len(ids)),
+            max_new_tokens=min(max_new_tokens or room, room),
             strategy="sample",
             top_k=top_k,
+            top_p=top_p,
             seed=seed,
             end_token_id=None,
         )
@@ -297,3 +384,17 @@ class TrainedModel:
                 line.append(token)
         decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
         return " / ".join(line for line in decoded if line)
+
+
+def _forget_seeded_samplers(model, seed):
+    """Drops the model's compiled sampling loops for `seed`.
+
+    A keras-hub sampler keeps its seed as a state that advances with every
+    draw, and `model.generate` keeps one compiled loop, with its sampler,
+    per setting: a second call with the same seed would go on from the
+    first call's state. A loop compiled afresh starts from the seed, so a
+    prompt's draw depends on the seed and the prompt only.
+    """
+    functions = model.__dict__.get("_generate_functions", {})
+    for key in [k for k in functions if k[0] == "sample" and k[-1] == seed]:
+        del functions[key]

@@ -24,6 +24,7 @@ from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from zoo import build_classifier, build_language_model, build_masked_language_model
 from zoo.recipes import runtime
+from zoo.recipes.inputs import check_text_list
 
 
 def _start(texts, output_dir, seed, vocabulary_size, verbose):
@@ -222,9 +223,13 @@ def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
 
     Returns:
         A float numpy array (N, C) whose rows sum to 1.
+
+    Raises:
+        TypeError: when `texts` is one str, not a list of str.
     """
+    texts = check_text_list(texts)
     data = text.make_classification_dataset(
-        list(texts), np.zeros(len(texts), "int32"), tokenizer, max_length, batch_size
+        texts, np.zeros(len(texts), "int32"), tokenizer, max_length, batch_size
     )
     logits = model.predict(data.map(lambda x, y: x), verbose=0)
     return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))

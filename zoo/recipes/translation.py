@@ -30,6 +30,7 @@ from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from keras_seq.validation import check_choice, check_positive_int
 from zoo.recipes import runtime
+from zoo.recipes.inputs import check_text_list
 
 # Sources are padded to one of these lengths for decoding, so the compiled
 # generation loop exists in a handful of shapes, whatever the batch.
@@ -186,7 +187,11 @@ def translate_texts(
 
     Returns:
         A list of str, one translation per text, in order.
+
+    Raises:
+        TypeError: when `texts` is one str, not a list of str.
     """
+    texts = check_text_list(texts)
     if not texts:
         return []
     limit = getattr(model, "max_length", DECODE_BUCKETS[-1])

@@ -2,6 +2,10 @@
 
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -9,6 +13,14 @@ from zoo.cli import run_dirs
 from zoo.cli.errors import UsageError
 
 SETTINGS = {"command": "train", "family": "translator", "seed": 0}
+
+
+@pytest.fixture(autouse=True)
+def _release_claims():
+    """Each test's claims end with it, as the process of a run would end."""
+    yield
+    for directory in list(run_dirs._HELD):
+        run_dirs.release(directory)
 
 
 def _finished_run(root):
@@ -57,7 +69,11 @@ def test_a_finished_run_is_kept_without_overwrite(tmp_path):
 def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
     out = _finished_run(tmp_path / "run")
     assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
-    assert sorted(os.listdir(out)) == ["notes.txt", run_dirs.SETTINGS_FILE]
+    assert sorted(os.listdir(out)) == [
+        run_dirs.LOCK_FILE,  # Until the run ends.
+        "notes.txt",
+        run_dirs.SETTINGS_FILE,
+    ]
 
 
 def test_an_interrupted_run_of_the_same_settings_resumes(tmp_path):
@@ -99,3 +115,68 @@ def test_a_file_or_an_unwritable_place_is_refused(tmp_path):
     # /proc/sys takes no new entries, whoever asks (root included).
     with pytest.raises(UsageError, match=r"^--output-dir /proc/sys/x: /proc/sys is"):
         run_dirs.check_writable("/proc/sys/x", "--output-dir")
+
+
+# One run per directory: a lock the kernel holds for the process.
+
+_HOLD = """
+import fcntl, json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, json.dumps({"pid": os.getpid(), "host": "elsewhere",
+                         "started": "2026-01-02 03:04:05 UTC"}).encode())
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A process that holds `tmp_path/run`'s lock file, as a run would."""
+    out = tmp_path / "run"
+    out.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(out / run_dirs.LOCK_FILE)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline() == "locked\n"
+    yield out, process
+    process.kill()
+    process.wait()
+
+
+def test_a_directory_in_use_is_refused_naming_the_other_run(holder):
+    out, process = holder
+    before = _contents(out)
+    with pytest.raises(UsageError) as error:
+        run_dirs.claim(str(out), SETTINGS, overwrite=True)
+    assert str(error.value) == (
+        f"--output-dir {out} is in use by another run (pid {process.pid} on "
+        "elsewhere, started 2026-01-02 03:04:05 UTC); wait for it to end, or "
+        "choose another --output-dir."
+    )
+    assert _contents(out) == before  # Not even training.json.
+
+
+def test_the_lock_of_a_killed_run_does_not_block_the_next(holder):
+    out, process = holder
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert (out / run_dirs.LOCK_FILE).is_file()  # Stale, but no one holds it.
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0
+    holder = json.loads((out / run_dirs.LOCK_FILE).read_text())
+    assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
+    run_dirs.release(str(out))
+    assert not (out / run_dirs.LOCK_FILE).exists()
+
+
+def test_the_holder_may_claim_again_and_a_refusal_releases(tmp_path):
+    out = _finished_run(tmp_path / "run")
+    with pytest.raises(UsageError, match="holds a finished translator run"):
+        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+    assert not (out / run_dirs.LOCK_FILE).exists()  # Refused: released.
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0  # Ours.
+    run_dirs.release(str(out))
+    run_dirs.release(str(out))  # Releasing twice is harmless.

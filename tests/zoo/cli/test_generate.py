@@ -1,0 +1,94 @@
+"""`keras-seq generate` and `TrainedModel.generate`: a seed that repeats,
+each prompt drawn as if alone, and every bound checked before any work."""
+
+import subprocess
+
+import pytest
+
+from tests.zoo.conftest import cli_command, cli_env
+from zoo.recipes import model_dir
+
+
+def _generate(out, *args):
+    result = subprocess.run(
+        cli_command("generate", "--model-dir", out, *args),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=cli_env(),
+    )
+    return result.returncode, result.stdout.splitlines(), result.stderr
+
+
+@pytest.fixture(scope="module")
+def trained(language_model_run):
+    return model_dir.load_model_dir(str(language_model_run[0]))
+
+
+def test_each_prompts_draw_comes_from_the_seed_and_the_prompt(
+    language_model_run, trained
+):
+    out = language_model_run[0]
+    status, lines, stderr = _generate(out, "--seed", "0", "you he", "she", "you he")
+    assert status == 0, stderr[-2000:]
+    assert len(lines) == 3 and lines[0] == lines[2] and lines[0] != lines[1]
+    assert lines[0].startswith("you he") and len(lines[0].split()) > 2
+    # Alone, in another process, "she" draws what it drew second.
+    assert trained.generate("she", seed=0) == lines[1]
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--top-k", "100000", "--top-k must be at most {size} (the vocabulary "
+                              "size); received 100000."),
+        ("--top-p", "nan", "--top-p must be in (0, 1]; received nan."),
+    ],
+)  # fmt: skip
+def test_a_bound_of_the_model_is_one_line(language_model_run, flag, value, message):
+    status, lines, stderr = _generate(language_model_run[0], flag, value, "you")
+    assert status == 1 and lines == [] and "Traceback" not in stderr
+    size = len((language_model_run[0] / "vocabulary.txt").read_text().splitlines())
+    assert stderr.strip().splitlines()[-1] == "keras-seq: " + message.format(size=size)
+
+
+def test_the_same_seed_gives_the_same_text_on_every_call(trained):
+    first = [trained.generate("you he", seed=5) for _ in range(3)]
+    assert first[0] == first[1] == first[2]
+    # A list is each prompt on its own; another seed draws another text.
+    assert trained.generate(["we", "you he"], seed=5) == [
+        trained.generate("we", seed=5),
+        first[0],
+    ]
+    assert trained.generate("you he", seed=6) != first[0]
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"top_k": 10**6}, ValueError, "`top_k` must be at most {size} (the "
+                                       "vocabulary size); received 1000000."),
+        ({"max_new_tokens": 32}, ValueError, "`max_new_tokens` must be at most "
+                                             "31 (the model's max_length - 1); "
+                                             "received 32."),
+        ({"top_p": float("nan")}, ValueError, "`top_p` must be in (0, 1]; "
+                                              "received nan."),
+        ({"top_k": 0}, ValueError, "`top_k` must be at least 1; received 0."),
+        ({"top_p": float("inf")}, ValueError, "`top_p` must be in (0, 1]; "
+                                              "received inf."),
+        ({"top_p": 1.5}, ValueError, "`top_p` must be in (0, 1]; received 1.5."),
+        ({"seed": -1}, ValueError, "`seed` must be at least 0; received -1."),
+        ({"seed": 1.5}, TypeError, "`seed` must be an int; received 1.5."),
+        ({"max_new_tokens": 0}, ValueError, "`max_new_tokens` must be at least 1; "
+                                            "received 0."),
+        ({"prompt": b"you"}, TypeError, "`prompt` must be a list of str; received "
+                                        "bytes."),
+        ({"prompt": ["you", 3]}, TypeError, "`prompt[1]` must be a str; received "
+                                            "int."),
+    ],
+)  # fmt: skip
+def test_generate_refuses_bad_options_in_one_line(trained, options, error, message):
+    options = {"prompt": "you", **options}
+    with pytest.raises(error) as raised:
+        trained.generate(**options)
+    assert str(raised.value) == message.format(size=trained.output_vocabulary_size)

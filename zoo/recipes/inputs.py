@@ -1,0 +1,66 @@
+"""Checks of the texts and options the application's Python API takes.
+
+Bounds that depend on a trained model (its vocabulary, its `max_length`)
+are the application's to check, before any text is tokenized; the
+library's own argument checks are `keras_seq.validation`'s.
+"""
+
+import numpy as np
+
+
+def check_text_list(texts, name="texts"):
+    """`texts` as a list of str, refusing one str taken as its characters.
+
+    Args:
+        texts: a list (or other iterable) of str.
+        name: str, the argument's name for the message.
+
+    Returns:
+        A list of str.
+
+    Raises:
+        TypeError: when `texts` is a str, bytes or not iterable, or an
+            item is not a str.
+    """
+    if isinstance(texts, str):
+        raise TypeError(
+            f"`{name}` must be a list of str; received a str (pass [{texts[:20]!r}]"
+            " for one text)."
+        )
+    if isinstance(texts, (bytes, np.ndarray)) or not hasattr(texts, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a list of str; received {type(texts).__name__}."
+        )
+    texts = list(texts)
+    for index, item in enumerate(texts):
+        if not isinstance(item, str):
+            raise TypeError(
+                f"`{name}[{index}]` must be a str; received {type(item).__name__}."
+            )
+    return texts
+
+
+def check_int_in(value, name, low, high=None, bound=""):
+    """Refuses `value` unless it is an int in [low, high]; None passes.
+
+    Args:
+        value: the argument's value.
+        name: str, the argument's name.
+        low: int, the smallest value allowed.
+        high: int or None (no upper bound), the largest.
+        bound: str, what `high` is, e.g. "the target vocabulary size".
+
+    Raises:
+        TypeError: when `value` is not an int (a bool or a float is not).
+        ValueError: when it is out of [low, high].
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an int; received {value!r}.")
+    if value < low:
+        raise ValueError(f"`{name}` must be at least {low}; received {value}.")
+    if high is not None and value > high:
+        raise ValueError(
+            f"`{name}` must be at most {high} ({bound}); received {value}."
+        )
