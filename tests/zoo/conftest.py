@@ -29,6 +29,20 @@ def write_lines(path):
     return path
 
 
+def write_pairs(path):
+    """100 German-English pairs of a pronoun, a verb and an object."""
+    german = ["ich", "du", "er", "sie", "wir"]
+    verbs = [("sehe", "see"), ("rufe", "call"), ("kenne", "know"), ("mag", "like")]
+    rows = [
+        f"{de_s} {de_v} {de_o} {i}{j}{k}.\t{en_s} {en_v} {en_o}."
+        for i, (de_s, en_s) in enumerate(zip(german, ENGLISH))
+        for j, (de_v, en_v) in enumerate(verbs)
+        for k, (de_o, en_o) in enumerate(zip(german, ENGLISH))
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def language_model_run(tmp_path_factory):
     """A tiny language model, trained by the first of two `train` commands

@@ -44,6 +44,7 @@ class Family:
 
     Attributes:
         presets: the builder's presets, by name.
+        builder: the `zoo.build_<family>` function.
         corpus: `(args) -> corpus`, the data `--data` names, read and
             checked before anything is written.
         train: `(args, corpus, output_dir, common) -> Trained`; `common`
@@ -56,6 +57,7 @@ class Family:
     """
 
     presets: dict
+    builder: Callable
     corpus: Callable
     train: Callable
     evaluate: Callable
@@ -243,6 +245,7 @@ def _evaluate_masked_language_model(trained, data, args):
 FAMILIES = {
     "translator": Family(
         presets=zoo.TRANSLATOR_PRESETS,
+        builder=zoo.build_translator,
         corpus=_translation_corpus,
         train=functools.partial(_train_translator, family="translator"),
         evaluate=_evaluate_translator,
@@ -251,6 +254,7 @@ FAMILIES = {
     ),
     "classifier": Family(
         presets=zoo.CLASSIFIER_PRESETS,
+        builder=zoo.build_classifier,
         corpus=lambda args: corpora.sentiment_corpus(args.data),
         train=_train_classifier,
         evaluate=_evaluate_classifier,
@@ -258,12 +262,14 @@ FAMILIES = {
     ),
     "masked-language-model": Family(
         presets=zoo.ENCODER_PRESETS,
+        builder=zoo.build_masked_language_model,
         corpus=lambda args: corpora.text_corpus(args.data),
         train=_train_masked_language_model,
         evaluate=_evaluate_masked_language_model,
     ),
     "language-model": Family(
         presets=zoo.LANGUAGE_MODEL_PRESETS,
+        builder=zoo.build_language_model,
         corpus=lambda args: corpora.text_corpus(args.data),
         train=_train_language_model,
         evaluate=_evaluate_language_model,
@@ -271,6 +277,7 @@ FAMILIES = {
     ),
     "rnn-translator": Family(
         presets=zoo.RNN_TRANSLATOR_PRESETS,
+        builder=zoo.build_rnn_translator,
         corpus=_translation_corpus,
         train=functools.partial(_train_translator, family="rnn-translator"),
         evaluate=_evaluate_translator,

@@ -1,6 +1,8 @@
 """`keras-seq train FAMILY`: train one model family and write its directory."""
 
 import argparse
+import json
+import math
 import os
 import sys
 
@@ -54,6 +56,18 @@ def add_parser(commands):
     )
     parser.add_argument(
         "--output-dir", default=None, help="the model directory (runs/FAMILY)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=(
+            "a builder argument over the preset's (repeatable), e.g. --set "
+            "model_dim=64 --set max_length=128; translators' batches follow "
+            "max_length, which is otherwise the preset's"
+        ),
     )
     add_overwrite_argument(parser)
     parser.add_argument(
@@ -145,9 +159,65 @@ def check_common(args, presets):
     check_preset(args.preset, presets)
 
 
+def parse_overrides(pairs, config, flag="--set"):
+    """`--set KEY=VALUE` pairs as builder arguments over a preset's `config`.
+
+    Each value is read as JSON (`64`, `0.1`, `true`, `"gru"`); a bare word
+    is a string. The vocabulary sizes come from the data and are not
+    settable.
+
+    Returns:
+        A dict of builder arguments.
+
+    Raises:
+        UsageError: for a pair without `=`, a key the preset does not have,
+            or a number that is not finite.
+    """
+    settable = sorted(k for k in config if not k.endswith("vocabulary_size"))
+    overrides = {}
+    for pair in pairs:
+        key, equals, raw = pair.partition("=")
+        if not equals or key not in settable:
+            raise UsageError(
+                f"{flag} takes KEY=VALUE with KEY one of {settable}; received {pair!r}"
+            )
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"{flag} {key} must be a finite number; received {raw}")
+        overrides[key] = value
+    return overrides
+
+
+def _check_builds(family, args):
+    """Builds the preset with `--set`'s changes once, at the smallest
+    vocabulary, so a combination that cannot work is refused before
+    anything is written.
+
+    Raises:
+        UsageError: naming the preset, the changes and the builder's reason.
+    """
+    config = family.presets[args.preset]["config"]
+    sizes = {k: RESERVED + 1 for k in config if k.endswith("vocabulary_size")}
+    try:
+        family.builder(args.preset, **sizes, **args.overrides)
+    except (ValueError, TypeError) as error:
+        changes = " ".join(f"--set {k}={v}" for k, v in args.overrides.items())
+        reason = str(error).strip().splitlines()[0]
+        raise UsageError(f"--preset {args.preset} with {changes}: {reason}") from None
+
+
 def _check(args):
     family = FAMILIES[args.family]
     check_common(args, family.presets)
+    config = family.presets[args.preset]["config"]
+    args.overrides = parse_overrides(args.overrides, config)
+    # A multi-worker strategy must be made before TensorFlow runs an op, so
+    # the trial build waits for no strategy; the builder checks again later.
+    if args.overrides and args.strategy == "none":
+        _check_builds(family, args)
     check_at_least(args.vocabulary_size, "--vocabulary-size", RESERVED + 1)
     check_at_least(args.beam_width, "--beam-width")
     if args.beam_width != model_dir.BEAM_WIDTH and not family.translates:
@@ -238,6 +308,9 @@ def run(args):
     corpus = family.corpus(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
     run_settings = settings(args, SETTINGS)
+    if args.overrides:
+        # Only when given, so the backup of a run from before `--set` resumes.
+        run_settings["overrides"] = args.overrides
     if family.translates:
         # The recipe's values, not only its name: a backup made under other
         # values (another version of keras-seq) must not be resumed by them.
@@ -261,6 +334,7 @@ def _train_and_save(args, family, corpus, output_dir, resumed):
         "vocabulary_size": args.vocabulary_size,
         "verbose": verbose(),
         "strategy": strategy,
+        **args.overrides,
     }
     trained = family.train(args, corpus, output_dir, common)
     model = trained.result["model"]
@@ -269,6 +343,8 @@ def _train_and_save(args, family, corpus, output_dir, resumed):
     metrics["epochs"] = resumed + len(trained.result["history"].get("loss", ()))
     run_info = {"data": args.data, "preset": args.preset, "seed": args.seed}
     run_info.update(trained.run)
+    if args.overrides:
+        run_info["overrides"] = args.overrides
     model_dir.save_model_dir(output_dir, args.family, model, {**run_info, **metrics})
     print(f"{args.family}: {trained.summary}; {metrics['params']:,} parameters")
     for note in trained.notes:

@@ -36,12 +36,18 @@ from zoo.recipes.inputs import check_text_list
 # generation loop exists in a handful of shapes, whatever the batch.
 DECODE_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128)
 
-# The builder of each translator family. Only the Transformer has a
-# `max_length`; the RNN translator's sequences are unbounded.
+# The builder of each translator family, and its presets. Only the
+# Transformer has a `max_length`; the RNN translator's sequences are
+# unbounded, and its batches are cut to `RNN_MAX_LENGTH` tokens.
 BUILDERS = {
     "translator": zoo.build_translator,
     "rnn-translator": zoo.build_rnn_translator,
 }
+PRESETS = {
+    "translator": zoo.TRANSLATOR_PRESETS,
+    "rnn-translator": zoo.RNN_TRANSLATOR_PRESETS,
+}
+RNN_MAX_LENGTH = 64
 
 
 # Named recipes: `train_translator` arguments (and builder overrides) that go
@@ -255,7 +261,7 @@ def train_translator(
     seed=0,
     vocabulary_size=8000,
     batch_tokens=2048,
-    max_length=64,
+    max_length=None,
     warmup_steps=300,
     learning_rate_scale=0.7,
     label_smoothing=0.1,
@@ -286,7 +292,8 @@ def train_translator(
         seed: int, seeds the weights and the shuffling.
         vocabulary_size: int, of each WordPiece vocabulary.
         batch_tokens: int, tokens in a length-bucketed batch.
-        max_length: int, the longest sequence, in tokens.
+        max_length: int, the longest sequence, in tokens, or None: the
+            preset's (`RNN_MAX_LENGTH` for the RNN translator).
         warmup_steps: int, of the learning-rate schedule.
         learning_rate_scale: float, multiplies the learning rate.
         label_smoothing: float, of the cross-entropy.
@@ -294,7 +301,9 @@ def train_translator(
         jit_compile: bool. XLA compiles one training graph per length
             bucket, a cost that short CPU runs do not win back, so it is
             off by default.
-        shared_vocabulary: bool, one vocabulary for both sides.
+        shared_vocabulary: bool, one vocabulary for both sides; a model
+            that ties its embeddings (`tie_embeddings`, as the `book`,
+            `base` and `big` presets do) always learns one.
         ema_momentum: float or None. Train with a moving average of the
             weights, which the validation BLEU, the checkpoints and the
             returned model then hold (`EmaWeights`).
@@ -321,6 +330,12 @@ def train_translator(
     check_positive_int(average_last_epochs, "average_last_epochs")
     check_positive_int(early_stopping_patience, "early_stopping_patience", True)
     check_choice(family, "family", tuple(BUILDERS))
+    config = {**PRESETS[family].get(preset, {}).get("config", {}), **overrides}
+    if max_length is None:
+        max_length = config.get("max_length", RNN_MAX_LENGTH)
+    # One embedding table serves both sides only if both sides share one
+    # vocabulary (Press & Wolf, 2017; Vaswani et al., 2017, Sec. 3.4).
+    shared_vocabulary = shared_vocabulary or bool(config.get("tie_embeddings"))
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     started = time.time()

@@ -1,9 +1,17 @@
 """`keras-seq train`: one run per output directory, in real processes."""
 
+import argparse
 import json
 import re
+import subprocess
+import zipfile
 
-from tests.zoo.conftest import ENGLISH
+import pytest
+
+import zoo
+from tests.zoo.conftest import ENGLISH, cli_command, cli_env, write_pairs
+from zoo.cli import train
+from zoo.cli.errors import UsageError
 
 
 def test_two_runs_started_together_into_one_directory(language_model_run):
@@ -28,3 +36,75 @@ def test_two_runs_started_together_into_one_directory(language_model_run):
     # The prompt is the start of the first validation line (line 1).
     assert sample.split()[:4] == (ENGLISH[1:] + ENGLISH[:1])[:4]
     assert len(sample.split()) > 4
+
+
+# Every preset trains from the command line; its structure at tiny width.
+
+TINY_WIDTH = [
+    "--set", "model_dim=16", "--set", "num_heads=2", "--set", "ff_dim=32",
+    "--set", "num_encoder_layers=1", "--set", "num_decoder_layers=1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("preset", ["book", "base"])  # `big` is `base`'s structure
+def test_a_tied_preset_learns_one_vocabulary(tmp_path, preset):
+    data = write_pairs(tmp_path / "pairs.tsv")
+    out = tmp_path / preset
+    result = subprocess.run(
+        cli_command(
+            "train", "translator", "--data", data, "--preset", preset,
+            "--epochs", "1", "--beam-width", "1", *TINY_WIDTH,
+            "--set", "max_length=24", "--output-dir", out,
+        ),
+        capture_output=True, text=True, timeout=600, env=cli_env(),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    source = (out / "source_vocabulary.txt").read_text()
+    assert source == (out / "target_vocabulary.txt").read_text()
+    config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
+    config = config["config"]
+    assert config["tie_embeddings"] is True and config["max_length"] == 24
+    assert config["source_vocabulary_size"] == len(source.splitlines())
+    assert config["attention_bias"] is (preset != "book")
+    run = json.loads((out / "run.json").read_text())
+    assert run["overrides"]["model_dim"] == 16 and run["preset"] == preset
+
+
+def _args(preset, *pairs, family="translator"):
+    return argparse.Namespace(
+        family=family, preset=preset, overrides=list(pairs), strategy="none",
+        average_epochs=None, epochs=1, seed=0, minutes=None, vocabulary_size=100,
+        beam_width=4, recipe="default", variants=False, data=None,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "pairs, message",
+    [
+        (["num_heads=3"], "--preset base with --set num_heads=3: `num_heads` must "
+                          "divide the model width"),
+        (["foo=1"], "--set takes KEY=VALUE with KEY one of ['dropout', 'ff_dim', "
+                    "'max_length', 'model_dim', 'num_decoder_layers', "
+                    "'num_encoder_layers', 'num_heads', 'tie_embeddings']; "
+                    "received 'foo=1'"),
+        (["source_vocabulary_size=9"], "--set takes KEY=VALUE with KEY one of"),
+        (["model_dim"], "--set takes KEY=VALUE with KEY one of"),
+        (["dropout=NaN"], "--set dropout must be a finite number; received NaN"),
+        (["dropout=-Infinity"], "--set dropout must be a finite number; received "
+                                "-Infinity"),
+    ],
+)  # fmt: skip
+def test_a_setting_that_cannot_work_is_refused_before_any_write(pairs, message):
+    with pytest.raises(UsageError) as error:
+        train._check(_args("base", *pairs))
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def test_set_values_are_read_as_json():
+    config = zoo.TRANSLATOR_PRESETS["base"]["config"]
+    assert train.parse_overrides(
+        ["model_dim=64", "dropout=0.25", "tie_embeddings=false"], config
+    ) == {"model_dim": 64, "dropout": 0.25, "tie_embeddings": False}
+    rnn = zoo.RNN_TRANSLATOR_PRESETS["tiny"]["config"]
+    assert train.parse_overrides(["cell=lstm"], rnn) == {"cell": "lstm"}
