@@ -74,3 +74,13 @@ def clone_initializer(initializer):
     """
     initializer = keras.initializers.get(initializer)
     return initializer.__class__.from_config(initializer.get_config())
+
+
+def check_seed(value, name="seed"):
+    """Raise unless `value` is None or an int in [0, 2**31)."""
+    if value is None:
+        return
+    if not _is_int(value) or not 0 <= value < 2**31:
+        raise ValueError(
+            f"`{name}` must be None or an int in [0, 2**31); received {value!r}."
+        )

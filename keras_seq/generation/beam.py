@@ -18,6 +18,7 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq.layers.attention_kernels import compiles_with_xla
 from keras_seq.masks import masked_value
 from keras_seq.validation import check_positive_int
 
@@ -40,12 +41,16 @@ def top_k_by_blocks(values, k, block_size=64):
     maxima, and the top k inside the k blocks they name: any of the k
     largest entries lies in one of the k blocks with the largest maxima.
     XLA on the CPU sorts the whole row for `top_k`; here the full row is
-    only read once, by a max reduction, and only k blocks are sorted.
+    only read once, by a max reduction, and only k blocks are sorted. On
+    PyTorch it is `ops.top_k` (`compiles_with_xla` says why), whose order
+    among equal values is not fixed.
     """
     size = values.shape[-1]
     if size < k:  # Fewer entries than asked for: the rest are -inf.
         values = ops.pad(values, [[0, 0], [0, k - size]], constant_values=-float("inf"))
         size = k
+    if not compiles_with_xla():
+        return ops.top_k(values, k)
     if size <= k * block_size:
         return ops.top_k(values, k)
     padding = (-size) % block_size
@@ -77,8 +82,12 @@ def default_steps_per_check():
     waits for it at every iteration, which keeps the host busy for the
     whole call and the device idle between steps; there the check runs
     every 8 steps, at the cost of at most 7 steps run after the last beam
-    has ended (they change nothing, see `beam_search`).
+    has ended (they change nothing, see `beam_search`). PyTorch runs the
+    loop eagerly and reads the predicate on the host on every device, so
+    there too the check runs every 8 steps.
     """
+    if not compiles_with_xla():
+        return 8
     devices = keras.distribution.list_devices()
     if all(str(device).lower().startswith("cpu") for device in devices):
         return 1

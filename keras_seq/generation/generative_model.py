@@ -31,16 +31,19 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq.generation import draws
 from keras_seq.generation.beam import beam_search as run_beam_search
 from keras_seq.generation.beam import check_num_return, tile_beams
+from keras_seq.generation.draws import fresh_seed
 from keras_seq.generation.sampling import (
     given_buffer,
     make_sampler,
     run_compiled,
+    run_sampler,
     zero_after_end,
 )
 from keras_seq.text import END_ID, START_ID
-from keras_seq.validation import check_positive_int, check_token_id
+from keras_seq.validation import check_positive_int, check_seed, check_token_id
 
 # The default output length of a model without a length limit of its own.
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -161,8 +164,13 @@ class GenerativeModel:
             top_p: float in (0, 1] or None, sample among the fewest tokens
                 whose probabilities add up to p (with `top_k`, among at
                 most k of them).
-            seed: int or None, fixes the draws of `"sample"`; without it
-                every call draws afresh.
+            seed: int in [0, 2**31) or None. With a seed, `"sample"` draws
+                the same tokens on every call and on every backend
+                (TensorFlow, JAX, PyTorch) for the same weights, and each
+                row's tokens depend only on the seed and that row's own
+                ids, not on the rows beside it (`keras_seq.generation.
+                draws`). None: every call draws afresh (from NumPy's
+                generator, which `keras.utils.set_random_seed` seeds).
 
         Returns:
             (B, max_new_tokens) int32 ids; a row that produced the end
@@ -185,23 +193,33 @@ class GenerativeModel:
                 end_token_id=end_token_id,
             )
             return ids[:, 0]
+        check_seed(seed)
+        sampler = make_sampler(strategy, temperature, top_k, top_p)
         key = (strategy, max_new_tokens, start_token_id, end_token_id)
-        key += (temperature, top_k, top_p, seed)
+        key += (temperature, top_k, top_p)
+        draw = None
+        if strategy == "sample":
+            draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
 
         def make_fn():
-            sampler = make_sampler(
-                strategy, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
-            )
-
-            def sample(token_ids):
+            def sample(token_ids, seed):
                 return self._sample(
-                    token_ids, sampler, max_new_tokens, start_token_id, end_token_id
+                    token_ids,
+                    sampler,
+                    max_new_tokens,
+                    start_token_id,
+                    end_token_id,
+                    draw=draw,
+                    seed=seed,
                 )
 
-            return sample, sampler.variables
+            return sample
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
-        return run_compiled(self, key, make_fn, token_ids)
+        # The seed is an input of the compiled loop, not a constant of it:
+        # a new seed reuses the loop.
+        seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
+        return run_compiled(self, key, make_fn, token_ids, seed)
 
     def beam_search(
         self,
@@ -274,8 +292,22 @@ class GenerativeModel:
         check_token_id(start_token_id, "start_token_id", size)
         check_token_id(end_token_id, "end_token_id", size, allow_no_end=True)
 
-    def _sample(self, token_ids, sampler, max_new_tokens, start_token_id, end_token_id):
-        """The sampler's loop: the given ids are kept, the rest chosen."""
+    def _sample(
+        self,
+        token_ids,
+        sampler,
+        max_new_tokens,
+        start_token_id,
+        end_token_id,
+        draw=None,
+        seed=None,
+    ):
+        """The sampler's loop: the given ids are kept, the rest chosen.
+
+        `draw`: None (the argmax of the logits), or the `temperature`,
+        `top_k` and `top_p` of a seeded draw (`draws.gumbel_scores`) from
+        the int32 scalar `seed`.
+        """
         given, context, cache = self._start_decoding(
             token_ids, max_new_tokens, start_token_id
         )
@@ -283,23 +315,27 @@ class GenerativeModel:
         buffer, kept = given_buffer(given, max_new_tokens)
         # A negative id is no token's, so it ends nothing, as None.
         never_ends = end_token_id is None or end_token_id < 0
+        keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
 
         def next_logits(buffer, cache, index):
             previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
             logits, cache = self._decoding_step(previous, index - 1, context, cache)
+            if draw is not None:
+                logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
             return logits, None, cache
 
-        buffer = sampler(
+        buffer = run_sampler(
+            sampler,
             next_logits,
             buffer,
-            cache=cache,
-            index=1,
-            mask=kept,
+            cache,
+            1,
+            kept,
             # Without an end token the loop runs `max_new_tokens` steps and
             # skips the per-step check of the whole buffer: a loop of static
             # trip count, which XLA:GPU runs without waiting on the host.
-            stop_token_ids=None if never_ends else [end_token_id],
-            model=self,  # on JAX, its weights are read through the loop
+            None if never_ends else [end_token_id],
+            self,
         )
         new = buffer[:, given_length:]  # (B, M)
         if never_ends:

@@ -3,9 +3,12 @@
 keras-hub's samplers run a compiled `ops.while_loop` over a token buffer
 and a cache, calling `next(buffer, cache, index) -> (logits, hidden, cache)`
 once per position and stopping when every row has produced an end token.
-That contract fits our translator and language models directly, so greedy
-and sampling strategies are theirs; the models supply `next` over their
-own caches.
+That contract fits our translator and language models directly, so the
+greedy loop is theirs and the models supply `next` over their own caches.
+Sampling runs the same greedy loop over Gumbel-perturbed logits drawn from
+a hash of the seed (`keras_seq.generation.draws` says why the draw is not
+keras-hub's). On PyTorch, which runs loops eagerly, `run_sampler` runs its
+own loop (`eager_sampler_loop` says why).
 
 Shape legend:
     B: batch size
@@ -16,36 +19,42 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_seq.layers.attention_kernels import compiles_with_xla
+
 STRATEGIES = ("greedy", "sample", "beam")
+# Steps between two reads of "has every row ended?" on PyTorch (see
+# `eager_sampler_loop`).
+EAGER_STEPS_PER_CHECK = 8
 
 
-def make_sampler(strategy="greedy", temperature=1.0, top_k=None, top_p=None, seed=None):
-    """The keras-hub sampler for a strategy name and its options."""
-    import keras_hub  # It imports TensorFlow: only once a model generates.
-
+def check_sampling_options(strategy, temperature=1.0, top_k=None, top_p=None):
+    """Refuses a strategy name or sampling option out of range."""
     if strategy not in STRATEGIES:
         raise ValueError(
             f"`strategy` must be one of {STRATEGIES}; received {strategy!r}."
         )
     if temperature <= 0:
         raise ValueError(f"`temperature` must be > 0; received {temperature}.")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise ValueError(f"`top_p` must be in (0, 1]; received {top_p}.")
+    if top_k is not None and int(top_k) < 1:
+        raise ValueError(f"`top_k` must be >= 1; received {top_k}.")
+
+
+def make_sampler(strategy="greedy", temperature=1.0, top_k=None, top_p=None, seed=None):
+    """The keras-hub loop that chooses each token: a greedy sampler.
+
+    Greedy decoding takes the argmax of the logits; sampling takes the
+    argmax of the Gumbel-perturbed logits that the model's `next` returns
+    (`keras_seq.generation.draws.gumbel_scores`), so both run this loop;
+    the options are checked here, once.
+    """
+    check_sampling_options(strategy, temperature, top_k, top_p)
+    if strategy == "beam":
+        raise NotImplementedError("Beam search is provided by the models' generate().")
     if strategy == "greedy":
         return _greedy_sampler_class()(temperature=temperature)
-    if strategy == "sample":
-        if top_p is not None:
-            if not 0.0 < top_p <= 1.0:
-                raise ValueError(f"`top_p` must be in (0, 1]; received {top_p}.")
-            return keras_hub.samplers.TopPSampler(
-                p=top_p, k=top_k, seed=seed, temperature=temperature
-            )
-        if top_k is not None:
-            if int(top_k) < 1:
-                raise ValueError(f"`top_k` must be >= 1; received {top_k}.")
-            return keras_hub.samplers.TopKSampler(
-                k=int(top_k), seed=seed, temperature=temperature
-            )
-        return keras_hub.samplers.RandomSampler(seed=seed, temperature=temperature)
-    raise NotImplementedError("Beam search is provided by the models' generate().")
+    return _greedy_sampler_class()()
 
 
 def first_argmax(logits):
@@ -54,8 +63,10 @@ def first_argmax(logits):
     The same as `ops.argmax(logits, axis=-1)`, as a max and a min over the
     vocabulary: XLA on the CPU runs argmax's paired (value, index)
     reduction element by element, and two plain reductions in vector
-    registers.
+    registers. On PyTorch it is `ops.argmax` (`compiles_with_xla`).
     """
+    if not compiles_with_xla():
+        return ops.cast(ops.argmax(logits, axis=-1), "int32")
     size = logits.shape[-1]
     largest = ops.max(logits, axis=-1, keepdims=True)  # (B, 1)
     positions = ops.arange(size, dtype="int32")  # (V,)
@@ -104,7 +115,75 @@ def compile_for_backend(fn, variables=(), state_variables=()):
         return _shape_free_xla_function(fn)
     if backend == "jax":
         return _stateless_jit(fn, list(variables), list(state_variables))
+    if backend == "torch":
+        return _without_gradients(fn)
     return fn
+
+
+def _without_gradients(fn):
+    """`fn` under `torch.no_grad()`, as keras-hub generates on PyTorch.
+
+    Without it autograd records every op of every decoding step, and the
+    key/value caches cannot be written in place (`update_cache`).
+    """
+    import torch  # The PyTorch backend only.
+
+    def call(*inputs):
+        with torch.no_grad():
+            return fn(*inputs)
+
+    return call
+
+
+def run_sampler(sampler, next_logits, buffer, cache, index, kept, stop_ids, model):
+    """`sampler`'s loop filling `buffer` from `index` on: (B, L) ids.
+
+    keras-hub's `ops.while_loop` on XLA; `eager_sampler_loop` on PyTorch.
+    """
+    if compiles_with_xla():
+        return sampler(
+            next_logits,
+            buffer,
+            cache=cache,
+            index=index,
+            mask=kept,
+            stop_token_ids=stop_ids,
+            model=model,  # on JAX, its weights are read through the loop
+        )
+    args = (buffer, cache, index, kept, stop_ids)
+    return eager_sampler_loop(sampler, next_logits, *args)
+
+
+def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_ids):
+    """keras-hub's sampler loop, written for eager PyTorch.
+
+    Keras' `while_loop` on PyTorch reads its condition back to the host at
+    every step, and its `slice_update` copies the buffer at every step.
+    Here the step index is a Python int, the chosen token is written into
+    the buffer in place, and whether every row has ended is read only
+    every `EAGER_STEPS_PER_CHECK` steps: the steps run after the last row
+    ended change nothing that `zero_after_end` keeps.
+    """
+    buffer = ops.copy(buffer)
+    length = buffer.shape[1]
+    for position in range(index, length):
+        logits, _, cache = next_logits(buffer, cache, position)
+        token = sampler.get_next_token(sampler.compute_probabilities(logits))
+        token = ops.cast(token, buffer.dtype)
+        buffer[:, position] = ops.where(kept[:, position], buffer[:, position], token)
+        if stop_ids is None or (position - index + 1) % EAGER_STEPS_PER_CHECK:
+            continue
+        if bool(_all_ended(buffer, kept, stop_ids)):
+            break
+    return buffer
+
+
+def _all_ended(buffer, kept, stop_ids):
+    ended = ops.zeros(buffer.shape[:1], "bool")
+    for stop_id in stop_ids:
+        is_end = ops.logical_and(ops.equal(buffer, stop_id), ops.logical_not(kept))
+        ended = ops.logical_or(ended, ops.any(is_end, axis=1))
+    return ops.all(ended)
 
 
 def _shape_free_xla_function(fn):

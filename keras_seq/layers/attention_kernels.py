@@ -21,6 +21,10 @@ is tested equal to the plain einsum formulation in
   decoding loop does in place; updating keys and values apart and stacking
   them again would copy the whole cache at every step.
 
+TensorFlow and JAX decode under XLA, PyTorch eagerly, and some of these
+shapes only pay under XLA; `compiles_with_xla` is the one place where a
+kernel is chosen by backend (its docstring lists each choice).
+
 Shape legend:
     B: batch size
     T: query length
@@ -34,6 +38,37 @@ Shape legend:
 
 import keras
 from keras import ops
+
+
+def compiles_with_xla():
+    """Whether the backend decodes under XLA (TensorFlow, JAX) or eagerly.
+
+    Each kernel choice that follows from it, with its reason:
+
+    - `cached_scores`, `cached_context`: on XLA both halves of the stacked
+      cache are multiplied (a slice of the stack would be a copy); on
+      PyTorch a slice is a view, so only the keys' or values' half is.
+    - `update_cache`: on PyTorch, while no gradient is recorded, the new
+      keys and values are written into the cache itself, because Keras'
+      `slice_update` there clones the whole cache first (XLA updates a
+      loop's buffer in place by itself).
+    - `keras_seq.generation.beam.top_k_by_blocks` (XLA:CPU sorts whole
+      rows for `top_k`; PyTorch's `topk` selects) and
+      `keras_seq.generation.sampling.first_argmax` (XLA:CPU reduces
+      argmax element by element; PyTorch's `argmax` is vectorized): the
+      plain op on PyTorch.
+    """
+    return keras.backend.backend() in ("tensorflow", "jax")
+
+
+def _writes_in_place(cache):
+    if keras.backend.backend() != "torch":
+        return False
+    import torch  # Backend-specific: only reached with the PyTorch backend.
+
+    # Autograd keeps the old cache of a recorded step, so an in-place write
+    # is only safe while none is recorded (generation runs under no_grad).
+    return not torch.is_grad_enabled()
 
 
 def project_heads(dense, x):
@@ -108,7 +143,15 @@ def stack_heads_first(keys, values):
 
 
 def update_cache(cache, new, index):
-    """Write the (B, 2, N, T, H) `new` into the cache at position `index`."""
+    """Write the (B, 2, N, T, H) `new` into the cache at position `index`.
+
+    On PyTorch while no gradient is recorded (`torch.no_grad()`, as
+    `generate` runs), the cache passed in is written in place and
+    returned; elsewhere a new cache is returned.
+    """
+    if _writes_in_place(cache):
+        cache[:, :, :, index : index + new.shape[3]] = new
+        return cache
     return ops.slice_update(cache, [0, 0, 0, index, 0], new)  # (B, 2, N, L, H)
 
 
@@ -123,6 +166,9 @@ def cached_scores(query, cache):
         (B, N, T, L) scores, unscaled, equal to
         `einsum("btnh,bnlh->bntl", query, cache[:, 0])`.
     """
+    if not compiles_with_xla():
+        # (B, T, N, H) x (B, N, L, H) -> (B, N, T, L), the keys read as a view.
+        return ops.einsum("btnh,bnlh->bntl", query, cache[:, 0])
     query = ops.transpose(query, (0, 2, 1, 3))[:, None]  # (B, 1, N, T, H)
     both = ops.concatenate([query, query], axis=1)  # (B, 2, N, T, H)
     return ops.einsum("bcnth,bcnsh->bcnts", both, cache)[:, 0]  # (B, N, T, L)
@@ -142,6 +188,9 @@ def cached_context(weights, cache):
         (B, T, N, V) per-head context, equal to
         `einsum("bntl,bnlv->btnv", weights, cache[:, 1])`.
     """
+    if not compiles_with_xla():
+        # (B, N, T, L) x (B, N, L, V) -> (B, T, N, V), the values read as a view.
+        return ops.einsum("bntl,bnlv->btnv", weights, cache[:, 1])
     weights = weights[:, None]  # (B, 1, N, T, L)
     both = ops.concatenate([weights, weights], axis=1)  # (B, 2, N, T, L)
     context = ops.einsum("bcnts,bcnsv->bcntv", both, cache)[:, 1]  # (B, N, T, V)

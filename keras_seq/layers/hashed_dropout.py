@@ -25,8 +25,12 @@ into the loop that applies the mask, so no random numbers are stored
 A hash is not a cryptographic generator, and dropout does not need one:
 the tests check the drop rate, the expectation, that neighbouring positions
 and successive calls are independent, seeds and noise shapes. The hash
-needs wrap-around unsigned 32-bit arithmetic, which TensorFlow and JAX
-have; on other backends the mask is `keras.random.dropout`'s.
+needs wrap-around unsigned 32-bit arithmetic. TensorFlow and JAX have
+uint32 tensors; PyTorch promotes uint32 arithmetic to int64, so there the
+32-bit words are held in int64 and each multiply is split into 16-bit
+halves that cannot overflow (`_multiply32`): every backend computes the
+same numbers, so a mask or a draw hashed from a seed is the same on all
+three.
 """
 
 import math
@@ -43,27 +47,72 @@ from keras_seq.validation import check_rate
 _GOLDEN = 0x9E3779B9
 # The two multipliers of lowbias32 (shifts 16, 15, 16).
 _MIX_1, _MIX_2 = 0x7FEB352D, 0x846CA68B
-_HASHING_BACKENDS = ("tensorflow", "jax")
+_LOW_32 = 0xFFFFFFFF
 
 
-def _uint32(value):
-    return ops.convert_to_tensor(np.asarray(value, dtype="uint32"))
+def word_dtype():
+    """The dtype holding the hash's 32-bit words on the active backend.
+
+    uint32 where the backend wraps uint32 arithmetic (TensorFlow, JAX);
+    int64 on PyTorch, whose uint32 arithmetic is promoted to int64.
+    """
+    return "int64" if keras.backend.backend() == "torch" else "uint32"
+
+
+def to_words(value):
+    """`value` (ints in [0, 2**32) or a tensor of them) as hash words."""
+    if isinstance(value, (int, np.integer, list, tuple, np.ndarray)):
+        value = np.asarray(value, dtype="uint32")
+    return ops.cast(value, word_dtype())
+
+
+def _multiply32(x, multiplier):
+    """`x * multiplier` modulo 2**32, for words and a Python int multiplier."""
+    if word_dtype() == "uint32":
+        return ops.multiply(x, to_words(multiplier))
+    # int64 words below 2**32: times a 16-bit half each product stays below
+    # 2**48, so nothing overflows and the low 32 bits are exact.
+    low = ops.multiply(x, multiplier & 0xFFFF)
+    high = ops.bitwise_and(ops.multiply(x, multiplier >> 16), 0xFFFF)
+    return ops.bitwise_and(ops.add(low, ops.left_shift(high, 16)), _LOW_32)
+
+
+def add32(x, y):
+    """`x + y` modulo 2**32, for words."""
+    if word_dtype() == "uint32":
+        return ops.add(x, y)
+    return ops.bitwise_and(ops.add(x, y), _LOW_32)
 
 
 def mix32(x):
-    """The `lowbias32` mixer of uint32 tensors, elementwise.
+    """The `lowbias32` mixer of 32-bit words, elementwise.
 
     A bijection of 32-bit integers (xor-shift, multiply, xor-shift,
     multiply, xor-shift), with wrap-around multiplies.
 
-    >>> int(mix32(keras.ops.convert_to_tensor(np.uint32(1))))
+    >>> int(mix32(to_words(1)))
     1753845952
     """
-    x = ops.bitwise_xor(x, ops.right_shift(x, _uint32(16)))
-    x = ops.multiply(x, _uint32(_MIX_1))
-    x = ops.bitwise_xor(x, ops.right_shift(x, _uint32(15)))
-    x = ops.multiply(x, _uint32(_MIX_2))
-    return ops.bitwise_xor(x, ops.right_shift(x, _uint32(16)))
+    x = to_words(x)
+    x = ops.bitwise_xor(x, ops.right_shift(x, to_words(16)))
+    x = _multiply32(x, _MIX_1)
+    x = ops.bitwise_xor(x, ops.right_shift(x, to_words(15)))
+    x = _multiply32(x, _MIX_2)
+    return ops.bitwise_xor(x, ops.right_shift(x, to_words(16)))
+
+
+def counter_hashes(counters, key_0, key_1):
+    """`mix32(mix32(counter * golden + key_0) ^ key_1)`, broadcasting.
+
+    Args:
+        counters: int tensor of counters (positions), below 2**31.
+        key_0, key_1: words broadcast against `counters`.
+
+    Returns:
+        Words, distinct for distinct counters under the same keys.
+    """
+    x = add32(_multiply32(to_words(counters), _GOLDEN), to_words(key_0))
+    return mix32(ops.bitwise_xor(mix32(x), to_words(key_1)))
 
 
 def _noise_shape(inputs, noise_shape):
@@ -79,16 +128,16 @@ def _noise_shape(inputs, noise_shape):
 
 
 def position_hashes(shape, key):
-    """uint32 numbers, one per position of `shape`, from a (2,) uint32 key.
+    """32-bit words, one per position of `shape`, from a (2,) word key.
 
     `mix32(mix32(position * golden + key[0]) ^ key[1])`, positions counted
     in row-major order (as int32, so up to 2**31 of them). Distinct
     positions give distinct numbers: every step is a bijection.
     """
     size = math.prod(shape)
-    position = ops.cast(ops.reshape(ops.arange(size, dtype="int32"), shape), "uint32")
-    x = ops.add(ops.multiply(position, _uint32(_GOLDEN)), key[0])
-    return mix32(ops.bitwise_xor(mix32(x), key[1]))
+    position = ops.reshape(ops.arange(size, dtype="int32"), shape)
+    key = to_words(key)
+    return counter_hashes(position, key[0], key[1])
 
 
 def hashed_dropout(inputs, rate, noise_shape=None, seed=None):
@@ -109,13 +158,9 @@ def hashed_dropout(inputs, rate, noise_shape=None, seed=None):
     check_rate(rate, "rate")
     if rate == 0:
         return inputs
-    if keras.backend.backend() not in _HASHING_BACKENDS:
-        return keras.random.dropout(inputs, rate, noise_shape=noise_shape, seed=seed)
-    key = ops.cast(
-        keras.random.randint((2,), 0, 2**31 - 1, dtype="int32", seed=seed), "uint32"
-    )
+    key = to_words(keras.random.randint((2,), 0, 2**31 - 1, dtype="int32", seed=seed))
     hashes = position_hashes(_noise_shape(inputs, noise_shape), key)
-    keep = ops.greater_equal(hashes, _uint32(min(round(rate * 2**32), 2**32 - 1)))
+    keep = ops.greater_equal(hashes, to_words(min(round(rate * 2**32), 2**32 - 1)))
     scale = ops.cast(1.0 / (1.0 - rate), inputs.dtype)
     return ops.where(keep, inputs * scale, ops.zeros_like(inputs))
 

@@ -270,4 +270,11 @@ def input_gradient(fn, x):
 
         grad = jax.grad(lambda v: jnp.sum(fn(v).astype("float32")))
         return np.asarray(grad(jnp.asarray(x))).astype("float32")
+    if backend == "torch":
+        import torch  # Backend-specific: only with PyTorch.
+
+        x = ops.convert_to_tensor(x).detach().requires_grad_(True)
+        y = torch.sum(fn(x).to(torch.float32))
+        (grad,) = torch.autograd.grad(y, x)
+        return grad.detach().float().cpu().numpy()
     raise NotImplementedError(f"no gradient helper for backend {backend}")

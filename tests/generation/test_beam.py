@@ -148,6 +148,10 @@ def test_steps_per_check_must_be_a_positive_int():
         _search(_table(7), np.array([1], "int32"), 2, 2, 0.6, END, 0)
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch",
+    reason="PyTorch runs ops.top_k itself, whose order among ties is not fixed",
+)
 @settings(max_examples=40, deadline=None)
 @given(
     k=st.integers(1, 5),
@@ -204,6 +208,10 @@ def test_beam_search_waits_on_the_host_only_to_check_for_the_end(
     assert host_callbacks(search, starts) == []
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch",
+    reason="PyTorch reads the end condition on the host: every 8 steps anywhere",
+)
 def test_the_end_is_checked_every_step_on_the_cpu_and_every_8_elsewhere(
     monkeypatch,
 ):
