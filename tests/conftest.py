@@ -21,6 +21,20 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+if keras.backend.backend() == "torch":
+    import torch  # noqa: E402
+
+    _tensor_to_array = torch.Tensor.__array__
+
+    def _detached_array(self, *args, **kwargs):
+        # Tests read outputs with `np.asarray`, as on the other backends;
+        # PyTorch refuses that for a tensor autograd tracks (every layer
+        # output outside `torch.no_grad()`), so the tests read it detached.
+        return _tensor_to_array(self.detach().cpu(), *args, **kwargs)
+
+    torch.Tensor.__array__ = _detached_array
+
+
 @pytest.fixture(autouse=True)
 def _reset_keras_state():
     """Each test starts with float32 and fresh layer names."""
