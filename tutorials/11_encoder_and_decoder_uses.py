@@ -294,26 +294,30 @@ print(
 if not QUICK:  # the sentences below read these numbers
     assert scores["model, top-1"] > 2 * scores["most common token, top-1"]
     assert scores["model, top-5"] > scores["five most common tokens, top-5"]
-    assert guessed_common > 0.9 and 0.6 < 1 - is_common.mean() < 0.8
+    assert guessed_common > 0.8 and 0.6 < 1 - is_common.mean() < 0.8
     assert right[~is_common].mean() < 0.1 and right[is_common].mean() > 0.3
     assert model_entropy < unigram_entropy < np.log(len(mlm_vocabulary)) - 1
-    assert not any(found.get(word) for word in ("waste", "best", "funny"))
-    assert 1e5 < counts.sum() < 1e6
+    assert sum(found.values()) <= len(found) / 2
+    assert 1e5 < counts.sum() < 1e6 and model_entropy > 3
 
 # %% [markdown]
 # What the full run shows, then. Context helps: the model's first guess is
 # right more than twice as often as always answering the most common token,
-# and its top-5 beats the five most common tokens. But more than 90% of its
+# and its top-5 beats the five most common tokens. But more than 80% of its
 # first guesses are one of the 20 most common tokens. On those tokens it is
 # right more than 30% of the time; on the other hidden tokens, between 60%
 # and 80% of them, fewer than one time in ten. So after a few CPU minutes it
-# has learned which *frequent* token a context calls for, not which word:
-# in the table above it never finds "waste", "best" or "funny", and its
-# fills are the same few function words and punctuation marks. Its
+# has learned mostly which *frequent* token a context calls for, and only
+# now and then the rarer word (the "on the rest" figure printed above): its
+# top five in the table above hold at most half of the hidden words (the
+# list under the table). Its
 # distribution is a little sharper than the token frequencies (a lower
-# entropy, printed above) and far from uniform, yet far from sure. BERT
-# learns content words from billions of words; this model's training text
-# holds a few hundred thousand tokens.
+# entropy, printed above) and far from uniform, yet far from sure (more
+# than 3 nats). BERT was pretrained on about 3.3 billion words,
+# BooksCorpus and English Wikipedia (Devlin, Chang, Lee and Toutanova,
+# 2019, *BERT: Pre-training of Deep Bidirectional Transformers for Language
+# Understanding*, NAACL, Sec. 3.1); this
+# model's training text holds a few hundred thousand tokens (printed above).
 
 # %% [markdown]
 # ## 3 · Fine-tuning: the pretrained encoder under a new head, frozen or not
@@ -439,25 +443,28 @@ if not QUICK:  # the sentences below read these numbers
     frozen = ["pretrained encoder, frozen", "random encoder, frozen (control)"]
     trained = ["pretrained encoder, fine-tuned", "from scratch"]
     assert len(labelled) == 1000 and frozen_head < 1000 and 8e5 < total < 1e6
-    assert max(accuracy[name] for name in frozen) < 0.6
+    assert max(accuracy[name] for name in frozen) < 0.65
     best_frozen = max(accuracy[name] for name in frozen)
-    assert min(accuracy[name] for name in trained) > best_frozen + 0.05
+    assert min(accuracy[name] for name in trained) > best_frozen
     assert abs(accuracy[trained[0]] - accuracy[trained[1]]) < 0.05
-    assert abs(accuracy[frozen[0]] - accuracy[frozen[1]]) < 0.1
+    assert abs(accuracy[frozen[0]] - accuracy[frozen[1]]) < 0.15
 
 # %% [markdown]
 # In the full run freezing keeps its promise on cost, a few hundred
 # trainable weights instead of almost a million, but not on accuracy: both
-# frozen heads stay below 60%, not far from the 50% of a coin, and the
-# pretrained encoder's head ends within 10 points of the control's, the
+# frozen heads stay below 65%, not far from the 50% of a coin, and the
+# pretrained encoder's head ends within 15 points of the control's, the
 # head on a random encoder. Training every weight on the same 1,000
-# snippets does better than either frozen head by more than 5 points, and
-# starting it from the pretrained weights ends within 5 points of starting
-# from random ones.
-# This agrees with section 2: a few CPU minutes of masked-word prediction
-# taught the encoder where the frequent function words go, and sentiment
-# does not depend on those. After BERT's pretraining the same recipe works,
-# and a frozen encoder with a trained head is a strong baseline. A decoder
+# snippets does better than either frozen head, and starting it from the
+# pretrained weights ends within 5 points of starting from random ones.
+# This fits section 2, where the fill-in model's first guesses were mostly
+# the frequent tokens: what its encoder learned in a few CPU minutes, frozen,
+# leaves a sentiment head below the classifiers that train every weight,
+# and the table shows how much it adds to a random encoder's. With far
+# more pretraining, frozen features do work: Devlin et al. (2019, Sec. 5.3)
+# report that on named-entity recognition (CoNLL-2003), the top four layers
+# of a frozen BERT-base, concatenated, come within 0.3 F1 of fine-tuning the
+# whole model. A decoder
 # is reused the same way: freeze the blocks of a trained language model
 # and train a new head on their outputs, or fine-tune everything on the
 # new text.
@@ -473,7 +480,8 @@ if not QUICK:  # the sentences below read these numbers
 # The vectors of a briefly trained encoder share one large common
 # direction, so any two sentences look alike (the mean raw cosine of two
 # different snippets is printed below); subtracting the collection's mean
-# vector before comparing, a standard remedy, removes it.
+# vector before comparing, a standard remedy, removes it (the mean cosine
+# after centring is printed too).
 
 # %%
 collection = [t for t, _ in reviews.validation + reviews.test]
@@ -499,6 +507,8 @@ off_diagonal = raw[~np.eye(len(raw), dtype=bool)]
 print(
     f"raw embeddings: mean cosine of two different snippets {off_diagonal.mean():.2f}"
 )
+
+
 center = collection_vectors.mean(axis=0)
 
 
@@ -509,6 +519,9 @@ def centred(vectors):
 
 
 collection_centred = centred(collection_vectors)
+centred_cosines = collection_centred @ collection_centred.T
+centred_mean = centred_cosines[~np.eye(len(raw), dtype=bool)].mean()
+print(f"centred embeddings: mean cosine of two different snippets {centred_mean:.2f}")
 queries = [
     "a very funny comedy",
     "the actors are terrible",
@@ -560,10 +573,10 @@ show_table(
     [(name, f"{value:.1%}") for name, value in agreement.items()],
 )
 if not QUICK:  # the sentences around this table read these numbers
-    assert off_diagonal.mean() > 0.5
+    assert off_diagonal.mean() > 0.5 and abs(centred_mean) < 0.05
     chance = agreement["chance, p² + (1 − p)²"]
     assert abs(agreement["masked language model (self-supervised)"] - chance) < 0.05
-    assert round(agreement["sentiment classifier's pooled vectors"], 1) == 0.7
+    assert abs(agreement["sentiment classifier's pooled vectors"] - 0.7) < 0.08
 
 # %%
 history = sentiment["history"]
@@ -598,11 +611,11 @@ plt.show()
 # %% [markdown]
 # The self-supervised vectors do not separate opinions: in the full run a
 # snippet's nearest neighbour shares its sentiment hardly more often than a
-# random snippet would (within a few points of 50%), and most search
-# results above have little to do with their queries. The classifier's
+# random snippet would (within a few points of 50%). The classifier's
 # pooled vectors, trained on the labels, agree in about 70% of cases.
-# Sentence embeddings that rank by meaning need far more text and training
-# than a few CPU minutes, and usually a contrastive objective on top.
+# Sentence embeddings made for search are trained on far more text, often
+# with a contrastive objective on top (for example SimCSE, Gao, Yao and
+# Chen, 2021).
 #
 # ## 5 · Generation: a decoder-only language model
 #
@@ -685,15 +698,18 @@ loop = max(set(greedy_lines), key=greedy_lines.count)
 print(f"greedy repeats “{loop}” {greedy_lines.count(loop)} times")
 if not QUICK:  # the sentences below read these numbers
     assert greedy_lines.count(loop) >= 3
-    assert 90 < poet["test_perplexity"] < 115 and vocabulary_size == 3056
+    for name in list(settings)[1:]:  # no sampled line comes back three times
+        sampled = continuations[name].split(" / ")
+        assert max(sampled.count(line) for line in sampled) < 3
+    assert 80 < poet["test_perplexity"] < 125 and vocabulary_size == 3056
 
 # %% [markdown]
 # Greedy decoding, always taking the most likely token, soon falls into a
 # loop (in the full run it repeats one line at least three times, printed
-# above), a well-known failure of maximising probability step by step.
-# Sampling avoids it; at $\tau = 1$ the rarer word pieces make the text
-# ragged, and a lower temperature or a top-p cut keeps it closer to
-# plausible lines. The test perplexity, about 100 per token against 3,056
+# above), a well-known failure of maximising probability step by step
+# (Holtzman et al., 2020, *The Curious Case of Neural Text Degeneration*).
+# The three samples avoid it: none repeats a line three times. The test
+# perplexity, about 100 per token against 3,056
 # for a uniform guess, says the model has learned much about the next
 # token, but far from enough to write sense.
 
@@ -702,10 +718,11 @@ if not QUICK:  # the sentences below read these numbers
 # causal mask they read a whole sentence (classification, fill-in,
 # embeddings), with one they write (generation). After a few CPU minutes
 # per model the classifier beats the majority baseline by more than 20
-# points; the fill-in model beats a context-free guess, but only by placing
-# frequent function words, not content words; its encoder, frozen or
-# fine-tuned, gives a sentiment head nothing that training from scratch
-# lacks, and its embeddings do not yet carry meaning; and the Shakespeare
-# samples have the look of verse (short lines, archaic words, names of
-# lords) without its sense. Each of these gets better with more data and
-# more compute, which is the trade the lecture notes describe.
+# points; the fill-in model beats a context-free guess, mostly by placing
+# frequent tokens (more than 80% of its first guesses) and rarely the other
+# words; its encoder, under a sentiment head, ends within 5 points of
+# training from scratch when fine-tuned and below it when frozen, and its
+# embeddings do not yet separate sentiment; and the Shakespeare samples
+# above imitate the look of verse without its sense. Each of these gets
+# better with more data and more compute, which is the trade the lecture
+# notes describe.
