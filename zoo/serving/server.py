@@ -72,6 +72,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _dispatch(self):
         app = self.server.app
+        self.body_read = False
         app.begin()
         try:
             status, body = app.route(self.command, self.path.split("?")[0], self)
@@ -81,7 +82,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             status, body = 500, {"error": f"{type(error).__name__}: {error}"}
         finally:
             app.end()
-        if app.stopping:
+        length = self.headers.get("Content-Length", "0").strip()
+        unread = self.headers.get("Transfer-Encoding") or length not in ("", "0")
+        if app.stopping or (unread and not self.body_read):
+            # A body left unread would be taken for the next request.
             self.close_connection = True
         self._answer(status, body)
 
@@ -99,7 +103,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise RequestError(400, f"Content-Length {length!r} is not a number")
         length = int(length)
         if length > limit:
-            # The unread body would be taken for the next request.
             self.close_connection = True
             raise RequestError(
                 413, f"the body has {length} bytes; the limit is {limit} "
@@ -115,6 +118,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if len(body) != length:
             self.close_connection = True
             raise RequestError(400, "the body ended before its Content-Length")
+        self.body_read = True
         return body
 
     def _answer(self, status, body):
