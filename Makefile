@@ -6,12 +6,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Everything runs on TensorFlow; the backend-agnostic layers, builders and
-# training pieces run on JAX as well (text pipelines and serving are
-# TensorFlow by design).
+# training pieces run on JAX and PyTorch as well (text pipelines and
+# serving are TensorFlow by design).
 JAX_TESTS ?= tests/layers tests/generation tests/zoo/test_*.py tests/test_masks.py \
   tests/zoo/recipes/test_translation.py
+# PyTorch runs the layers, masks and generation (where its own kernel
+# choices and eager loops are) and the builders' .keras and legacy files;
+# the slower end-to-end tests of the JAX list stay on the two compiled
+# backends, which share their code paths.
+TORCH_TESTS ?= tests/layers tests/generation tests/test_masks.py \
+  tests/zoo/test_builders.py tests/zoo/test_legacy_files.py
 
-.PHONY: setup demo test lint test-tensorflow test-jax test-tutorials tutorials clean
+.PHONY: setup demo test lint test-tensorflow test-jax test-torch test-tutorials tutorials clean
 
 setup: $(STAMP)
 
@@ -37,6 +43,9 @@ test-tensorflow: setup
 test-jax: setup
 	KERAS_BACKEND=jax $(PYTEST) $(JAX_TESTS)
 
+test-torch: setup
+	KERAS_BACKEND=torch $(PYTEST) $(TORCH_TESTS)
+
 # The tutorials run in quick mode here (smaller data and fewer steps); the
 # full mode, which redraws the pictures in docs/images, is `make tutorials`.
 test-tutorials: setup
@@ -46,7 +55,7 @@ test-tutorials: setup
 tutorials: setup
 	KERAS_BACKEND=tensorflow $(BIN)/python scripts/run_tutorials.py
 
-test: lint test-tensorflow test-jax test-tutorials
+test: lint test-tensorflow test-jax test-torch test-tutorials
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
