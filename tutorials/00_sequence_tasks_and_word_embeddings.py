@@ -111,9 +111,10 @@ print("Embedding row 1:", looked_up[0], "= one-hot(queen) @ table")
 # Both are a few Keras layers, which is the point here: the embedding is a
 # layer inside a model trained with `model.fit`, and nothing is hidden.
 # gensim's `Word2Vec` would train faster, but in a C loop that shows no
-# network, and it is not a dependency of this project. The original also
-# replaces the full softmax by negative sampling to afford lexicons of
-# millions of words; with 2,000 words the full softmax is cheap and exact.
+# network, and it is not a dependency of this project. word2vec's own code
+# replaces the full softmax by a hierarchical softmax or by negative
+# sampling to afford lexicons of millions of words; with 2,000 words the
+# full softmax is cheap and exact.
 #
 # The corpus is the training works of `keras_seq.data.load_shakespeare`,
 # lower-cased and split into words; the 1,998 commonest words form the
@@ -242,11 +243,11 @@ for name, model in word2vec.items():
         print(f"  {word:<5} -> {', '.join(nearest(rows, word))}")
 
 # %% [markdown]
-# Single neighbour lists move from run to run. What holds is measured
-# below: for the words of two closed classes, subject pronouns and
-# determiners (articles, possessives, demonstratives), the share of their
-# five nearest neighbours that belong to the same class, against the same
-# share for a table of random vectors.
+# Rather than read single lists, we measure a property of many: for the
+# words of two closed classes, subject pronouns and determiners (articles,
+# possessives, demonstratives), the share of their five nearest neighbours
+# that belong to the same class, against the same share for a table of
+# random vectors.
 
 # %%
 CLASSES = {
