@@ -3,6 +3,7 @@
 import os
 import sys
 
+from zoo import serving
 from zoo.cli.errors import UsageError
 from zoo.cli.serving import latest_version
 
@@ -21,7 +22,7 @@ def add_parser(commands):
     parser.add_argument(
         "--model-name",
         default=None,
-        help="NAME in /v1/models/NAME (default: the base directory's name)",
+        help="NAME in /v1/models/NAME; None: the base directory's name",
     )
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
     parser.add_argument("--port", type=int, default=8501, help="the port to bind")
@@ -75,8 +76,6 @@ OPTIONS = (
 
 def run(args):
     """Serves `--saved-model` until SIGTERM; 0 after the requests in flight."""
-    from zoo import serving
-
     base, version_dir, version = _base_and_version(args.saved_model)
     name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
     try:
