@@ -168,8 +168,11 @@ def test_translate_keeps_blank_lines_warns_on_truncation_and_names_bad_utf8(path
         timeout=240,
     )  # fmt: skip
     assert bad.returncode == 1
+    # The model loads first: its bounds (--beam-width) are checked before
+    # stdin is read, so no one types sentences into a refused command.
     assert bad.stderr.decode().splitlines() == [
-        "keras-seq: stdin is not valid UTF-8: invalid start byte at byte 1 (line 2)."
+        f"loading {paths['model']}...",
+        "keras-seq: stdin is not valid UTF-8: invalid start byte at byte 1 (line 2).",
     ]
 
 
