@@ -73,21 +73,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _dispatch(self):
         app = self.server.app
         self.body_read = False
-        app.begin()
+        app.begin()  # Until the answer is written: stop() waits for it.
         try:
-            status, body = app.route(self.command, self.path.split("?")[0], self)
-        except RequestError as error:
-            status, body = error.status, {"error": error.message}
-        except Exception as error:  # noqa: BLE001  (the server stays up)
-            status, body = 500, {"error": f"{type(error).__name__}: {error}"}
+            try:
+                status, body = app.route(self.command, self.path.split("?")[0], self)
+            except RequestError as error:
+                status, body = error.status, {"error": error.message}
+            except Exception as error:  # noqa: BLE001  (the server stays up)
+                status, body = 500, {"error": f"{type(error).__name__}: {error}"}
+            length = self.headers.get("Content-Length", "0").strip()
+            unread = self.headers.get("Transfer-Encoding") or length not in ("", "0")
+            if app.stopping or (unread and not self.body_read):
+                # A body left unread would be taken for the next request.
+                self.close_connection = True
+            self._answer(status, body)
         finally:
             app.end()
-        length = self.headers.get("Content-Length", "0").strip()
-        unread = self.headers.get("Transfer-Encoding") or length not in ("", "0")
-        if app.stopping or (unread and not self.body_read):
-            # A body left unread would be taken for the next request.
-            self.close_connection = True
-        self._answer(status, body)
 
     def read_body(self, limit):
         """The request body, refused without reading it when too large."""
