@@ -169,7 +169,7 @@ def _plot(result, corpus, output_dir):
     )
     source_ids = np.asarray(
         translation.tokenize_to_lists(source_tokenizer, [source]), "int32"
-    )
+    )[:, : model.max_length]  # Cut as every translation cuts it.
     output = np.asarray(model.generate(source_ids))[0].tolist()
     output = output[: output.index(END_ID) + 1] if END_ID in output else output
     decoder_ids = np.asarray([[START_ID] + output[:-1]], "int32")
