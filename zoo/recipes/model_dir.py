@@ -322,7 +322,7 @@ class TrainedModel:
             isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0
         ):
             raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
-        check_int_in(seed, "seed", 0)
+        check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
 
     def generate(self, prompt, max_new_tokens=None, top_k=20, top_p=None, seed=0):
         """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
@@ -343,7 +343,7 @@ class TrainedModel:
             top_k: int in [1, vocabulary size], the sampler's k.
             top_p: float in (0, 1] or None, the nucleus of the sampler
                 (within the `top_k` most likely tokens).
-            seed: int >= 0 or None, of the sampler.
+            seed: int in [0, 2**31) or None, of the sampler.
 
         Returns:
             str, the prompt and its continuation; a list of str for a list.
@@ -363,8 +363,6 @@ class TrainedModel:
         limit = self.model.get_config()["max_length"]
         ids = ids[-(limit - 1) :]  # Room for at least one new token.
         room = limit - len(ids)
-        if seed is not None:
-            _forget_seeded_samplers(self.model, seed)
         new = self.model.generate(
             np.asarray([ids], "int32"),
             max_new_tokens=min(max_new_tokens or room, room),
@@ -384,17 +382,3 @@ class TrainedModel:
                 line.append(token)
         decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
         return " / ".join(line for line in decoded if line)
-
-
-def _forget_seeded_samplers(model, seed):
-    """Drops the model's compiled sampling loops for `seed`.
-
-    A keras-hub sampler keeps its seed as a state that advances with every
-    draw, and `model.generate` keeps one compiled loop, with its sampler,
-    per setting: a second call with the same seed would go on from the
-    first call's state. A loop compiled afresh starts from the seed, so a
-    prompt's draw depends on the seed and the prompt only.
-    """
-    functions = model.__dict__.get("_generate_functions", {})
-    for key in [k for k in functions if k[0] == "sample" and k[-1] == seed]:
-        del functions[key]
