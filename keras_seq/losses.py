@@ -39,6 +39,7 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
 
     Example:
 
+    >>> import numpy as np
     >>> loss = MaskedSparseCategoricalCrossentropy(label_smoothing=0.1)
     >>> y_true = np.array([[5, 6, 0]])  # The last position is padding.
     >>> y_pred = np.zeros((1, 3, 8), "float32")  # Uniform over 8 tokens.

@@ -36,6 +36,7 @@ class MaskedAccuracy(keras.metrics.Mean):
 
     Example:
 
+    >>> import numpy as np
     >>> metric = MaskedAccuracy()
     >>> y_true = np.array([[1, 2, 0]])  # The last position is padding.
     >>> y_pred = np.eye(4)[[[1, 3, 0]]]  # (1, 3, 4): right, wrong, padding.
@@ -74,6 +75,7 @@ def perplexity(padding_id=PADDING_ID, name="perplexity"):
 
     Example:
 
+    >>> import numpy as np
     >>> metric = perplexity()
     >>> metric.update_state(np.array([[5, 0]]), np.zeros((1, 2, 8), "float32"))
     >>> round(float(metric.result()), 4)  # Uniform over 8 tokens.

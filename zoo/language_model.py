@@ -37,7 +37,7 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
     The decoder-style use of a Transformer: position t attends only to
     positions up to t (masking, Eq. 7.27), so one forward pass predicts
     every next token of a text at once. `generate` and `beam_search` (from
-    `GenerativeModel`) continue prompts one `decode_step` at a time over
+    `GenerativeModel`) continue prompts one `decoding_step` at a time over
     preallocated self-attention caches; the prompt goes through the same
     cached step.
 
@@ -147,34 +147,6 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
             self.decoder_blocks, batch_size, length, self.compute_dtype
         )
 
-    def decode_step(self, token_ids, index, caches):
-        """One position over the self-attention caches.
-
-        Args:
-            token_ids: (B, 1) the token at position `index`.
-            index: its position.
-            caches: a tuple of per-block (B, 2, N, L, H) caches
-                (`empty_self_attention_caches`).
-
-        Returns:
-            (B, V) logits of the token at `index + 1` and the updated caches.
-        """
-        y = self.token_embedding(token_ids, start_index=index)  # (B, 1, D)
-        updated = []
-        for i, block in enumerate(self.decoder_blocks):
-            y, cache, _ = block(
-                y,
-                self_attention_cache=caches[i],
-                self_attention_cache_update_index=index,
-            )
-            updated.append(cache)
-        y = self.decoder_norm(y)
-        if self.tie_embeddings:
-            logits = self.token_embedding(y, reverse=True)  # (B, 1, V)
-        else:
-            logits = self.output_dense(y)  # (B, 1, V)
-        return logits[:, 0, :], tuple(updated)
-
     # `generate` and `beam_search` come from `GenerativeModel`; its hooks:
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
@@ -199,17 +171,42 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
             )
         return max_new_tokens
 
-    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
-        # A prompt needs no start token: it is the given part of the output
-        # buffer, read through the cache before the first new token.
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """The prompt and zeroed caches: `(token_ids, (), cache)`.
+
+        See `GenerativeModel.start_decoding`. A prompt needs no start
+        token (`start_token_id` is ignored): it is the given part of the
+        output, read through the cache before the first new token. The
+        self-attention caches hold the prompt's P positions and
+        `max_new_tokens` more; there is no context.
+        """
         batch_size, prompt_length = ops.shape(token_ids)
         cache = self.empty_self_attention_caches(
             batch_size, prompt_length + max_new_tokens
         )
         return token_ids, (), cache
 
-    def _decoding_step(self, token_ids, index, context, cache):
-        return self.decode_step(token_ids, index, cache)
+    def decoding_step(self, token_ids, index, context, cache):
+        """One position over the self-attention caches.
+
+        See `GenerativeModel.decoding_step`: (B, 1) ids at `index` -> (B,
+        V) logits of the id at `index + 1` and the updated caches.
+        """
+        y = self.token_embedding(token_ids, start_index=index)  # (B, 1, D)
+        updated = []
+        for i, block in enumerate(self.decoder_blocks):
+            y, self_cache, _ = block(
+                y,
+                self_attention_cache=cache[i],
+                self_attention_cache_update_index=index,
+            )
+            updated.append(self_cache)
+        y = self.decoder_norm(y)
+        if self.tie_embeddings:
+            logits = self.token_embedding(y, reverse=True)  # (B, 1, V)
+        else:
+            logits = self.output_dense(y)  # (B, 1, V)
+        return logits[:, 0, :], tuple(updated)
 
 
 def build_language_model(preset=None, **overrides):

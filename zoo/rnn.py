@@ -454,6 +454,15 @@ def build_rnn_seq2seq(preset=None, **overrides):
 
     Returns:
         An `RNNSeq2Seq`, a functional `keras.Model`.
+
+    Example:
+    >>> model = build_rnn_seq2seq("tiny")
+    >>> ids = {
+    ...     "encoder_token_ids": keras.ops.ones((2, 7), "int32"),
+    ...     "decoder_token_ids": keras.ops.ones((2, 5), "int32"),
+    ... }
+    >>> tuple(model(ids).shape)
+    (2, 5, 100)
     """
     config = resolve_config(
         init_defaults(RNNSeq2Seq),

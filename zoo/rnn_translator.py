@@ -114,7 +114,7 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
     Training uses teacher forcing: `y(t-1)` is the reference token.
 
     For generation (`generate` and `beam_search`, from
-    `GenerativeModel`), `encode` runs the encoder once and `decode_step`
+    `GenerativeModel`), `encode` runs the encoder once and `decoding_step`
     advances one token from the carried state `s(t-1)` (Eq. 7.22): a step
     costs one cell update and one attention over the source, not a rerun
     of the decoder. For alignment plots (Fig. 7.11), `attention_weights`
@@ -202,25 +202,6 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
         encoded, hidden = _encode(layers, ids, mask=mask, training=training)
         return encoded, mask, self.decoder.get_initial_state(hidden)
 
-    def decode_step(self, state, previous_token_ids, encoder_outputs, encoder_mask):
-        """Advance the decoder by one token (inference: no dropout).
-
-        Args:
-            state: the state list `s(t-1)` from `encode` or the last step.
-            previous_token_ids: (B,) int, the previous target token.
-            encoder_outputs, encoder_mask: from `encode`.
-
-        Returns:
-            `(new_state, logits, weights)`: the state list `s(t)`, (B, V)
-            logits of the next token and the (B, S) attention weights.
-        """
-        ids = ops.convert_to_tensor(previous_token_ids, dtype="int32")
-        embedded = self.target_embedding(ids)  # (B, E)
-        new_state, output, weights = self.decoder.step(
-            state, embedded, encoder_outputs, encoder_mask
-        )
-        return new_state, self.logits_dense(output), weights
-
     # `generate` and `beam_search` come from `GenerativeModel`; its hooks:
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
@@ -232,17 +213,33 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
         check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
         return resolve_max_new_tokens(max_new_tokens)
 
-    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
-        # The encoder outputs and mask stay fixed; the state is carried.
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """Encode the source once: `(start, context, state)`.
+
+        See `GenerativeModel.start_decoding`. `context` is `(encoded,
+        mask)` and the cache is the decoder state list `s(0)`, all from
+        `encode`; a recurrent state needs no room per position, so
+        `max_new_tokens` sizes nothing.
+        """
         encoded, mask, state = self.encode(token_ids)
         batch_size = ops.shape(token_ids)[0]
         start = ops.full((batch_size, 1), start_token_id, dtype="int32")
         return start, (encoded, mask), state
 
-    def _decoding_step(self, token_ids, index, context, cache):
+    def decoding_step(self, token_ids, index, context, cache):
+        """Advance the decoder by one token, Eq. (7.22) (no dropout).
+
+        See `GenerativeModel.decoding_step`: (B, 1) target ids `y(t-1)`
+        and the state list `s(t-1)` -> (B, V) logits of `y(t)` and `s(t)`.
+        `index` is not read: the state carries the position. The step's
+        (B, S) attention weights are those of the decoder layer's own step,
+        `model.decoder.step`, which returns them; for a whole target,
+        `attention_weights`.
+        """
         encoded, mask = context
-        state, logits, _ = self.decode_step(cache, token_ids[:, 0], encoded, mask)
-        return logits, state
+        embedded = self.target_embedding(token_ids[:, 0])  # (B, E)
+        state, output, _ = self.decoder.step(cache, embedded, encoded, mask)
+        return self.logits_dense(output), state
 
     def attention_weights(self, encoder_token_ids, decoder_token_ids):
         """(B, T, S) attention weights of a teacher-forced pass (Fig. 7.11).
@@ -298,6 +295,13 @@ def build_rnn_translator(preset=None, **overrides):
 
     Returns:
         An `RNNTranslator`, a functional `keras.Model`.
+
+    Example:
+    >>> model = build_rnn_translator("tiny")
+    >>> source = keras.ops.array([[5, 6, 7, 0]], "int32")  # 0 = padding.
+    >>> ids = model.generate(source, max_new_tokens=4, end_token_id=None)
+    >>> tuple(ids.shape)
+    (1, 4)
     """
     config = resolve_config(
         init_defaults(RNNTranslator),

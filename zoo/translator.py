@@ -49,7 +49,7 @@ class Translator(GenerativeModel, TokenIdsModel):
 
     `generate` and `beam_search` (from `GenerativeModel`) translate source
     ids: the encoder runs once, its keys and values for cross attention are
-    computed once, and each new token is one `decode_step` over
+    computed once, and each new token is one `decoding_step` over
     preallocated self-attention caches.
 
     Args:
@@ -222,35 +222,6 @@ class Translator(GenerativeModel, TokenIdsModel):
             self.decoder_blocks, batch_size, length, self.compute_dtype
         )
 
-    def decode_step(
-        self, token_ids, index, encoded, source_mask, self_caches, cross_caches
-    ):
-        """One decoder position over the caches (Eq. 7.34).
-
-        Args:
-            token_ids: (B, 1) the previous output token.
-            index: its position in the target.
-            encoded, source_mask: from `encode`.
-            self_caches, cross_caches: tuples of per-block caches.
-
-        Returns:
-            (B, V) logits of the next token and the updated self caches.
-        """
-        y = self.target_embedding(token_ids, start_index=index)  # (B, 1, D)
-        updated = []
-        for i, block in enumerate(self.decoder_blocks):
-            y, cache, _ = block(
-                y,
-                encoded,
-                encoder_padding_mask=source_mask,
-                self_attention_cache=self_caches[i],
-                self_attention_cache_update_index=index,
-                cross_attention_cache=cross_caches[i],
-            )
-            updated.append(cache)
-        logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
-        return logits[:, 0, :], tuple(updated)
-
     def cross_attention_weights(self, encoder_token_ids, decoder_token_ids):
         """Cross-attention weights of the last decoder block, as in Fig. 7.11.
 
@@ -299,7 +270,14 @@ class Translator(GenerativeModel, TokenIdsModel):
             )
         return max_new_tokens
 
-    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """Encode the source once: `(start, context, cache)`.
+
+        See `GenerativeModel.start_decoding`. `context` is `(encoded,
+        source_mask, cross_caches)`, from `encode` and
+        `cross_attention_caches`; `cache` is the zeroed self-attention
+        caches for `max_new_tokens` positions.
+        """
         # The encoder runs once; its output, mask and cross-attention keys
         # and values stay fixed while the self-attention caches fill.
         encoded, source_mask = self.encode(token_ids)
@@ -309,11 +287,28 @@ class Translator(GenerativeModel, TokenIdsModel):
         start = ops.full((batch_size, 1), start_token_id, dtype="int32")
         return start, context, cache
 
-    def _decoding_step(self, token_ids, index, context, cache):
+    def decoding_step(self, token_ids, index, context, cache):
+        """One decoder position over the caches (Eq. 7.34).
+
+        See `GenerativeModel.decoding_step`: (B, 1) target ids at `index`
+        -> (B, V) logits of the next target token and the updated
+        self-attention caches.
+        """
         encoded, source_mask, cross_caches = context
-        return self.decode_step(
-            token_ids, index, encoded, source_mask, cache, cross_caches
-        )
+        y = self.target_embedding(token_ids, start_index=index)  # (B, 1, D)
+        updated = []
+        for i, block in enumerate(self.decoder_blocks):
+            y, self_cache, _ = block(
+                y,
+                encoded,
+                encoder_padding_mask=source_mask,
+                self_attention_cache=cache[i],
+                self_attention_cache_update_index=index,
+                cross_attention_cache=cross_caches[i],
+            )
+            updated.append(self_cache)
+        logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
+        return logits[:, 0, :], tuple(updated)
 
 
 def build_translator(preset=None, **overrides):

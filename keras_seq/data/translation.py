@@ -290,7 +290,7 @@ def _check_utf8(path):
 
 
 def load_tsv_pairs(path, source_column=0, target_column=1):
-    """Reads (source, target) pairs from a tab-separated file.
+    r"""Reads (source, target) pairs from a tab-separated file.
 
     The Tatoeba/Anki layout is `English<TAB>Other<TAB>attribution`; choose the
     columns, e.g. `source_column=1, target_column=0` to translate into
@@ -311,7 +311,12 @@ def load_tsv_pairs(path, source_column=0, target_column=1):
 
     Example:
 
-    >>> pairs = load_tsv_pairs("deu.txt", 1, 0)  # doctest: +SKIP
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "deu.txt")
+    >>> with open(path, "w", encoding="utf-8") as file:
+    ...     _ = file.write("Hi.\tHallo.\tCC-BY 2.0\nRun!\tLauf!\tCC-BY 2.0\n")
+    >>> load_tsv_pairs(path, source_column=1, target_column=0)
+    [('Hallo.', 'Hi.'), ('Lauf!', 'Run!')]
     """
     for name, column in (
         ("source_column", source_column),

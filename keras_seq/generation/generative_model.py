@@ -1,22 +1,23 @@
 """The one generative-model base: `generate` and `beam_search`, written once.
 
 A model that generates inherits `GenerativeModel` next to its `keras.Model`
-base and supplies three hooks; everything else (the keras-hub sampler
+base and supplies three methods; everything else (the keras-hub sampler
 loop, beam search, one compiled loop per decoding setting, stopping at the
 end token) lives here, so the translators and the language model decode
-the same way:
+the same way. The last two are the models' one public step API, with one
+signature for every family (see `GenerativeModel`):
 
 - `check_generate_input(token_ids, max_new_tokens)`: refuse bad ids and
   resolve `max_new_tokens` against the model's length limit, with
   `resolve_max_new_tokens` for the one default.
-- `_start_decoding(token_ids, max_new_tokens, start_token_id)`: run what
+- `start_decoding(token_ids, max_new_tokens, start_token_id)`: run what
   runs once per input (an encoder) and return `(given, context, cache)`:
   the (B, P) ids the output follows (the start token, or a prompt), the
   `context` that stays constant while decoding (encoder outputs, their
   mask, cross-attention caches) and the `cache` carried from step to step
   (self-attention caches, a recurrent state). Beam search tiles both per
   beam and reorders only the cache.
-- `_decoding_step(token_ids, index, context, cache)`: one position, from
+- `decoding_step(token_ids, index, context, cache)`: one position, from
   the (B, 1) ids at `index` to the (B, V) logits of the next one and the
   updated cache.
 
@@ -73,17 +74,52 @@ def resolve_max_new_tokens(max_new_tokens, limit=None):
 class GenerativeModel:
     """A mixin giving a model `generate` and `beam_search` over its cache.
 
-    The model supplies `check_generate_input`, `_start_decoding` and
-    `_decoding_step` (see the module docstring); greedy decoding and
+    The model supplies `check_generate_input`, `start_decoding` and
+    `decoding_step` (see the module docstring); greedy decoding and
     sampling run keras-hub's samplers, beam search runs
     `keras_seq.generation.beam_search`, each as one compiled loop per
     decoding setting and input shape (`run_compiled`).
 
+    `start_decoding` and `decoding_step` are also each model's public step
+    API, one signature for every family, for decoding by hand one position
+    at a time (a teacher-forced check, a picture of each step): the
+    example below ends with two such steps. What `context` and `cache`
+    hold is the family's own business.
+
     Example:
-    >>> class Translator(GenerativeModel, keras.Model):
-    ...     def check_generate_input(self, token_ids, max_new_tokens=None): ...
-    ...     def _start_decoding(self, token_ids, max_new_tokens, start_id): ...
-    ...     def _decoding_step(self, token_ids, index, context, cache): ...
+
+    A model without weights whose next id is always its previous id + 1:
+
+    >>> class Counter(GenerativeModel, keras.Model):
+    ...     def check_generate_input(self, token_ids, max_new_tokens=None):
+    ...         return resolve_max_new_tokens(max_new_tokens, limit=6)
+    ...
+    ...     def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+    ...         batch_size = ops.shape(token_ids)[0]
+    ...         start = ops.full((batch_size, 1), start_token_id, "int32")
+    ...         return start, (), ops.zeros((batch_size,), "int32")
+    ...
+    ...     def decoding_step(self, token_ids, index, context, cache):
+    ...         logits = 10.0 * ops.one_hot(token_ids[:, 0] + 1, 16)
+    ...         return logits, cache + 1  # The cache counts the steps.
+    >>> counter = Counter()
+    >>> source = ops.ones((2, 3), "int32")
+    >>> ops.convert_to_numpy(counter.generate(source, end_token_id=6)).tolist()
+    [[3, 4, 5, 6, 0, 0], [3, 4, 5, 6, 0, 0]]
+    >>> ids, scores = counter.beam_search(source, 3, end_token_id=None)
+    >>> ops.convert_to_numpy(ids[:, 0]).tolist()  # The best of 4 beams.
+    [[3, 4, 5], [3, 4, 5]]
+
+    The same model stepped by hand, two positions from start id 7:
+
+    >>> given, context, cache = counter.start_decoding(source, 2, 7)
+    >>> logits, cache = counter.decoding_step(given, 0, context, cache)
+    >>> next_ids = ops.argmax(logits, axis=-1)[:, None]  # (B, 1)
+    >>> logits, cache = counter.decoding_step(next_ids, 1, context, cache)
+    >>> ops.convert_to_numpy(ops.argmax(logits, axis=-1)).tolist()
+    [9, 9]
+    >>> ops.convert_to_numpy(cache).tolist()
+    [2, 2]
     """
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
@@ -104,14 +140,45 @@ class GenerativeModel:
             f"{type(self).__name__} must implement `check_generate_input`."
         )
 
-    def _start_decoding(self, token_ids, max_new_tokens, start_token_id):
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """Run what runs once per input; return `(given, context, cache)`.
+
+        Args:
+            token_ids: (B, S) int ids, checked by `check_generate_input`:
+                the source for a translator, the prompt for a language
+                model.
+            max_new_tokens: int M, the number of positions the cache must
+                hold beyond the given ids.
+            start_token_id: int, the id a translator's output starts from;
+                a language model continues its prompt and ignores it.
+
+        Returns:
+            `given`, the (B, P) int32 ids the output follows (P = 1: the
+            start token; or the prompt); `context`, a structure of tensors
+            that stays constant while decoding; `cache`, a structure of
+            tensors carried from step to step, every leaf with the batch
+            on its first axis (beam search tiles and reorders it).
+        """
         raise NotImplementedError(
-            f"{type(self).__name__} must implement `_start_decoding`."
+            f"{type(self).__name__} must implement `start_decoding`."
         )
 
-    def _decoding_step(self, token_ids, index, context, cache):
+    def decoding_step(self, token_ids, index, context, cache):
+        """One position over the cache: `(logits, cache)`.
+
+        Args:
+            token_ids: (B, 1) int32 ids at position `index` of the output
+                (a given id, a chosen one, or a reference one).
+            index: int or scalar int tensor, their position, counted from
+                0 at the first given id.
+            context, cache: from `start_decoding`, the cache as the last
+                step returned it.
+
+        Returns:
+            (B, V) logits of the id at `index + 1`, and the updated cache.
+        """
         raise NotImplementedError(
-            f"{type(self).__name__} must implement `_decoding_step`."
+            f"{type(self).__name__} must implement `decoding_step`."
         )
 
     def generate(
@@ -175,11 +242,6 @@ class GenerativeModel:
         Returns:
             (B, max_new_tokens) int32 ids; a row that produced the end
             token holds it followed by zeros.
-
-        Example:
-        >>> ids = translator.generate(np.array([[5, 6, 7]], "int32"), 8)
-        >>> ids.shape
-        (1, 8)
         """
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         self._check_special_ids(start_token_id, end_token_id)
@@ -308,7 +370,7 @@ class GenerativeModel:
         `top_k` and `top_p` of a seeded draw (`draws.gumbel_scores`) from
         the int32 scalar `seed`.
         """
-        given, context, cache = self._start_decoding(
+        given, context, cache = self.start_decoding(
             token_ids, max_new_tokens, start_token_id
         )
         batch_size, given_length = ops.shape(given)
@@ -319,7 +381,7 @@ class GenerativeModel:
 
         def next_logits(buffer, cache, index):
             previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
-            logits, cache = self._decoding_step(previous, index - 1, context, cache)
+            logits, cache = self.decoding_step(previous, index - 1, context, cache)
             if draw is not None:
                 logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
             return logits, None, cache
@@ -352,14 +414,14 @@ class GenerativeModel:
         start_token_id,
         end_token_id,
     ):
-        given, context, cache = self._start_decoding(
+        given, context, cache = self.start_decoding(
             token_ids, max_new_tokens, start_token_id
         )
         batch_size, given_length = ops.shape(given)
         # All given ids but the last go through the cache once, shared by
         # the beams; the beams start from the last one.
         for index in range(given_length - 1):
-            _, cache = self._decoding_step(
+            _, cache = self.decoding_step(
                 given[:, index : index + 1], index, context, cache
             )
         context, cache = keras.tree.map_structure(
@@ -367,7 +429,7 @@ class GenerativeModel:
         )
 
         def step(previous, index, cache):
-            return self._decoding_step(
+            return self.decoding_step(
                 previous, index + given_length - 1, context, cache
             )
 

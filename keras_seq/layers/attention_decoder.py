@@ -70,6 +70,23 @@ class AttentionDecoder(keras.layers.Layer):
         also the (B, T, S) weights `alpha(t)`, zero on padded source
         positions, for alignment plots like Fig. 7.11.
 
+    Example:
+    >>> decoder = AttentionDecoder(units=16, cell="gru", score="additive")
+    >>> targets = keras.ops.ones((2, 4, 8))  # (B, T, E)
+    >>> encoder_outputs = keras.ops.ones((2, 5, 12))  # (B, S, C)
+    >>> mask = keras.ops.array([[True] * 5, [True] * 3 + [False] * 2])
+    >>> outputs, weights = decoder(
+    ...     targets,
+    ...     encoder_outputs,
+    ...     keras.ops.zeros((2, 16)),
+    ...     encoder_outputs_mask=mask,
+    ...     return_attention_weights=True,
+    ... )
+    >>> tuple(outputs.shape), tuple(weights.shape)
+    ((2, 4, 28), (2, 4, 5))
+    >>> [round(float(w), 3) for w in weights[1, 0]]  # Equal keys, 3 real.
+    [0.333, 0.333, 0.333, 0.0, 0.0]
+
     References:
         Bahdanau, Cho and Bengio, "Neural Machine Translation by Jointly
         Learning to Align and Translate", ICLR 2015.

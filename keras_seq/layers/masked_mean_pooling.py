@@ -12,7 +12,14 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="keras_seq")
 class MaskedMeanPooling(keras.layers.Layer):
-    """Mean over the real (unmasked) positions: (B, T, D) -> (B, D)."""
+    """Mean over the real (unmasked) positions: (B, T, D) -> (B, D).
+
+    Example:
+    >>> x = keras.ops.array([[[1.0], [3.0], [100.0]]])  # (1, 3, 1)
+    >>> mask = keras.ops.array([[True, True, False]])  # The last is padding.
+    >>> keras.ops.convert_to_numpy(MaskedMeanPooling()(x, mask=mask)).tolist()
+    [[2.0]]
+    """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -209,8 +209,10 @@ def save_vocabulary(vocabulary, path):
 
     Example:
 
-    >>> save_vocabulary(list(RESERVED_TOKENS) + ["hi"], "vocab.txt")  # doctest: +SKIP
-    >>> load_vocabulary("vocab.txt")[-1]  # doctest: +SKIP
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocabulary.txt")
+    >>> save_vocabulary(list(RESERVED_TOKENS) + ["hi"], path)
+    >>> load_vocabulary(path)[-1]
     'hi'
     """
     path = os.fspath(path)

@@ -41,12 +41,15 @@ def test_cached_steps_equal_full_recompute(model):
     prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
     expected, expected_logits = _full_recompute(model, prompt, 6)
     assert len(np.unique(expected)) > 2
-    caches = model.empty_self_attention_caches(2, 9)
-    assert isinstance(caches, tuple) and len(caches) == len(model.decoder_blocks)
-    assert tuple(caches[0].shape) == (2, 2, 2, 9, 8)  # (B, 2, N, L, H)
+    given, context, cache = model.start_decoding(prompt, 6, None)
+    np.testing.assert_array_equal(given, prompt)
+    assert context == ()
+    assert isinstance(cache, tuple) and len(cache) == len(model.decoder_blocks)
+    assert tuple(cache[0].shape) == (2, 2, 2, 9, 8)  # (B, 2, N, P + 6, H)
     tokens = np.concatenate([prompt, expected], 1)
     for index in range(8):
-        logits, caches = model.decode_step(tokens[:, index : index + 1], index, caches)
+        step_ids = tokens[:, index : index + 1]
+        logits, cache = model.decoding_step(step_ids, index, context, cache)
         if index >= 2:
             assert_all_close(logits, expected_logits[:, index - 2], atol=1e-4)
 

@@ -319,17 +319,25 @@ def test_bidirectional_language_model_sees_the_future():
 
 
 def _decode_step_by_step(model, x):
-    encoded, mask, state = model.encode(x["encoder_token_ids"])
+    """Logits of `decoding_step` and, per step, the attention weights of
+    the decoder layer's own step (`AttentionDecoder.step`)."""
+    target = x["decoder_token_ids"]
+    given, context, state = model.start_decoding(
+        x["encoder_token_ids"], target.shape[1], 2
+    )
+    np.testing.assert_array_equal(_numpy(given), np.full((len(target), 1), 2))
+    encoded, mask = context
     if model.cell == "lstm":  # [h, c]; the memory cell starts at zero
         assert len(state) == 2
         np.testing.assert_array_equal(_numpy(state[1]), 0.0)
     else:
         assert len(state) == 1
     logits, weights = [], []
-    target = x["decoder_token_ids"]
     for t in range(target.shape[1]):
-        state, step_logits, step_weights = model.decode_step(
-            state, target[:, t], encoded, mask
+        embedded = model.target_embedding(target[:, t])  # (B, E)
+        _, _, step_weights = model.decoder.step(state, embedded, encoded, mask)
+        step_logits, state = model.decoding_step(
+            target[:, t : t + 1], t, context, state
         )
         logits.append(_numpy(step_logits))
         weights.append(_numpy(step_weights))

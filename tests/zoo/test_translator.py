@@ -70,12 +70,10 @@ def test_cached_steps_equal_full_recompute(tie):
     expected_ids, expected_logits = _full_recompute_greedy(model, source, steps)
     if not tie:
         assert len(np.unique(expected_ids)) > 2  # The paths are not degenerate.
-    encoded, mask = model.encode(source)
-    cross = model.cross_attention_caches(encoded)
-    caches = model.empty_self_attention_caches(3, steps)
-    previous = np.full((3, 1), START, "int32")
+    previous, context, cache = model.start_decoding(source, steps, START)
+    np.testing.assert_array_equal(previous, np.full((3, 1), START))
     for t in range(steps):
-        logits, caches = model.decode_step(previous, t, encoded, mask, caches, cross)
+        logits, cache = model.decoding_step(previous, t, context, cache)
         assert_all_close(logits, expected_logits[:, t], atol=1e-4)
         previous = expected_ids[:, t : t + 1]
 
