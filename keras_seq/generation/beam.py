@@ -29,8 +29,20 @@ _NO_SCORE = masked_value("float32") / 2
 
 
 def tile_beams(tensor, beam_width, axis=0):
-    """Repeat each batch row `beam_width` times along `axis` (b0 b0 b1 b1)."""
-    return ops.repeat(tensor, beam_width, axis=axis)
+    """Repeat each batch row `beam_width` times along `axis` (b0 b0 b1 b1).
+
+    Tiled, not `ops.repeat`: Keras' torch `repeat` expands and reshapes,
+    which for a single row is a view whose rows share memory, and the
+    cache written in place on PyTorch (`update_cache`) cannot be.
+    """
+    axis = axis % len(tensor.shape)
+    tensor = ops.expand_dims(tensor, axis + 1)  # (..., B, 1, ...)
+    repeats = [1] * len(tensor.shape)
+    repeats[axis + 1] = beam_width
+    tiled = ops.tile(tensor, repeats)  # (..., B, K, ...)
+    shape = list(ops.shape(tiled))
+    shape[axis : axis + 2] = [shape[axis] * beam_width]
+    return ops.reshape(tiled, shape)
 
 
 def top_k_by_blocks(values, k, block_size=64):

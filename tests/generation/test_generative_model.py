@@ -170,3 +170,21 @@ def test_decoding_without_an_end_token_is_one_loop_of_known_trip_count(
     assert compiled_trip_counts(beam, ids) == [6]
     assert compiled_trip_counts(greedy, ids) == [greedy_steps]
     assert host_callbacks(beam, ids) == host_callbacks(greedy, ids) == []
+
+
+@pytest.mark.parametrize("name", ["translator", "language_model"])
+def test_beam_search_of_one_row_equals_that_row_in_a_batch(name):
+    # One row is the case where repeating rows can yield a view whose beams
+    # share memory (Keras' torch `repeat`), which an in-place cache cannot be.
+    keras.utils.set_random_seed(3)
+    model = BUILDERS[name]("tiny")
+    ids = np.random.default_rng(1).integers(4, 100, (2, 5)).astype("int32")
+    both = model.beam_search(ids, 6, beam_width=3, end_token_id=None)
+    one = model.beam_search(ids[:1], 6, beam_width=3, end_token_id=None)
+    for batch, single in zip(both, one):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(single),
+            keras.ops.convert_to_numpy(batch)[:1],
+            rtol=1e-5,
+            atol=1e-5,
+        )
