@@ -2,9 +2,10 @@
 
 Run: `python benchmarks/compilation.py [--batches 100]`.
 
-`translate_texts` pads each batch of sources to a length bucket
-(`DECODE_BUCKETS`) and keeps the batch size fixed, so the compiled decoding
-loop exists in at most one shape per bucket, however many batches come.
+`translate_texts` pads each batch of sources to a length bucket (the
+`TranslationPreprocessor`'s `bucket_boundaries`) and keeps the batch size
+fixed, so the compiled decoding loop exists in at most one shape per
+bucket, however many batches come.
 This script translates `--batches` batches of random lengths (1 to 60
 words) with the `small` translator and counts the traces of the compiled
 function and the distinct input shapes it receives: `reduce_retracing`
@@ -63,6 +64,7 @@ def main(argv=None):
     tokenizer = text.make_tokenizer(vocabulary)
     keras.utils.set_random_seed(0)
     model = zoo.build_translator("small", vocabulary_size=len(vocabulary))
+    preprocessor = text.TranslationPreprocessor(tokenizer, max_length=model.max_length)
     rng = np.random.default_rng(0)
     lengths = set()
     began = time.perf_counter()
@@ -72,7 +74,7 @@ def main(argv=None):
         lengths.add(int(sizes.max()))
         sentences = [" ".join(rng.choice(WORDS, n)) + "." for n in sizes]
         recipe.translate_texts(
-            model, tokenizer, tokenizer, sentences, batch_size=args.batch_size,
+            model, preprocessor, sentences, batch_size=args.batch_size,
             max_new_tokens=16,
         )  # fmt: skip
     seconds = time.perf_counter() - began
@@ -84,7 +86,8 @@ def main(argv=None):
         f"{args.batches} batches of {args.batch_size} sentences, {len(lengths)} "
         f"different longest-sentence lengths: {len(SHAPES)} compiled XLA "
         f"executables (one per length bucket met; buckets "
-        f"{recipe.DECODE_BUCKETS}), {traces} traced graphs, {seconds:.1f} s in all."
+        f"{preprocessor.bucket_boundaries}), {traces} traced graphs, "
+        f"{seconds:.1f} s in all."
     )
     print(table)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)

@@ -45,10 +45,14 @@ def measure(config, repeats, batch_sizes=(1, 32), new_tokens=32, min_seconds=0.3
     source_vocabulary = _vocabulary(config["source_vocabulary_size"])
     target_vocabulary = _vocabulary(config["target_vocabulary_size"])
     with tempfile.TemporaryDirectory() as directory:
-        path = export_translator(
-            model,
+        preprocessor = text.TranslationPreprocessor(
             text.make_tokenizer(source_vocabulary),
             text.make_tokenizer(target_vocabulary),
+            max_length=model.max_length,
+        )
+        path = export_translator(
+            model,
+            preprocessor,
             directory,
             max_new_tokens=new_tokens,
         )

@@ -319,9 +319,10 @@ for epoch, (loss, val_loss, accuracy) in enumerate(
 
 # %%
 started = time.time()
-hypotheses = recipe.translate_texts(
-    model, source_tokenizer, target_tokenizer, [s for s, _ in test_pairs]
+preprocessor = text.TranslationPreprocessor(
+    source_tokenizer, target_tokenizer, max_length=max_length
 )
+hypotheses = recipe.translate_texts(model, preprocessor, [s for s, _ in test_pairs])
 bleu = recipe.corpus_bleu(hypotheses, [t for _, t in test_pairs])
 print(
     f"test BLEU on {len(test_pairs)} short pairs: {bleu:.2f} "

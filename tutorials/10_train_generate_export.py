@@ -89,6 +89,11 @@ source_vocabulary, target_vocabulary = recipe.build_vocabularies(
 )
 source_tokenizer = text.make_tokenizer(source_vocabulary)
 target_tokenizer = text.make_tokenizer(target_vocabulary)
+# Tokenizers, length limit and buckets as one object, which decoding and the
+# export below share.
+preprocessor = text.TranslationPreprocessor(
+    source_tokenizer, target_tokenizer, max_length=MAX_LENGTH
+)
 sizes = f"{len(source_vocabulary):,} German, {len(target_vocabulary):,} English"
 print(f"vocabularies: {sizes}")
 show_table(["German", "English"], corpus.test[5:9])
@@ -302,12 +307,7 @@ results = {}
 for name, options in strategies.items():
     start = time.perf_counter()
     hypotheses = recipe.translate_texts(
-        model,
-        source_tokenizer,
-        target_tokenizer,
-        sources,
-        batch_size=len(sources),
-        **options,
+        model, preprocessor, sources, batch_size=len(sources), **options
     )
     seconds = time.perf_counter() - start
     results[name] = {
@@ -356,7 +356,7 @@ show_table(
     [(n, r["hypotheses"][pick]) for n, r in results.items()],
 )
 
-ids = np.asarray(recipe.tokenize_to_lists(source_tokenizer, [sources[pick]]), "int32")
+ids = preprocessor.generate_preprocess(tf.constant([sources[pick]]))  # (1, S)
 n_best, scores = model.beam_search(ids, MAX_LENGTH - 1, beam_width=4, num_return=4)
 n_best = keras.ops.convert_to_numpy(n_best)[0]  # (4, L)
 scores = keras.ops.convert_to_numpy(scores)[0]  # (4,)
@@ -391,7 +391,7 @@ show_table(
 # %%
 export_root = tempfile.mkdtemp()
 start = time.perf_counter()
-path = export.export_translator(model, source_tokenizer, target_tokenizer, export_root)
+path = export.export_translator(model, preprocessor, export_root)
 print(
     f"exported to {path} in {time.perf_counter() - start:.0f} s:",
     sorted(os.listdir(path)),
@@ -407,7 +407,7 @@ start = time.perf_counter()
 outputs = serving_default(sentences=tf.constant(batch))["translations"].numpy()
 served_seconds = time.perf_counter() - start
 served_translations = [t.decode("utf-8") for t in outputs]
-in_process = recipe.translate_texts(model, source_tokenizer, target_tokenizer, batch)
+in_process = recipe.translate_texts(model, preprocessor, batch)
 same = sum(a == b for a, b in zip(served_translations, in_process))
 print(f"{same} of {len(batch)} served translations identical to in-process greedy")
 print(f"first served call (includes loading the graph): {served_seconds:.1f} s")

@@ -5,7 +5,8 @@ Each export writes `<export_dir>/<version>/` with `keras.export.ExportArchive`
 artifact is self-contained). Inside every signature the graph cleans the
 input (invalid UTF-8 becomes U+FFFD), tokenizes it with the keras-hub
 WordPiece tokenizer (TensorFlow Text ops), truncates it to the model's
-`max_length`, decodes with the same cached loops as `model.generate` and
+`max_length` (a translator's `TranslationPreprocessor` does all three, as
+it does in process), decodes with the same cached loops as `model.generate` and
 detokenizes with TensorFlow string ops. No Python runs at serving time, and
 no input crashes it: an empty batch gives an empty batch, an empty (or
 blank: no token at all) sentence gives an empty string, an over-long one
@@ -25,12 +26,28 @@ import numpy as np
 import tensorflow as tf
 
 from keras_seq.generation import GenerativeModel
-from keras_seq.text import END_ID, RESERVED_TOKENS, START_ID, detokenize_graph
+from keras_seq.text import (
+    END_ID,
+    PAD_ID,
+    RESERVED_TOKENS,
+    START_ID,
+    TranslationPreprocessor,
+    detokenize_graph,
+    tokenize_graph,
+)
 
 DEFAULT_VERSION = 1
 
 
-def _require_tensorflow():
+def require_tensorflow():
+    """Refuse to export on another backend, before any model is loaded.
+
+    A model trained on JAX or PyTorch is saved as `.keras`, loaded under
+    TensorFlow and exported there.
+
+    Raises:
+        ValueError: naming the backend export needs and the current one.
+    """
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             "SavedModel export needs the TensorFlow backend "
@@ -84,6 +101,30 @@ def _check_tokenizer(tokenizer, name, vocabulary_size):
         )
 
 
+def _check_preprocessor(preprocessor, model):
+    """The preprocessor must give the ids and lengths the model was built for."""
+    if not isinstance(preprocessor, TranslationPreprocessor):
+        raise TypeError(
+            "`preprocessor` must be a `keras_seq.text.TranslationPreprocessor`; "
+            f"received {type(preprocessor).__name__}."
+        )
+    _check_tokenizer(
+        preprocessor.source_tokenizer,
+        "preprocessor.source_tokenizer",
+        model.source_vocabulary_size,
+    )
+    _check_tokenizer(
+        preprocessor.target_tokenizer,
+        "preprocessor.target_tokenizer",
+        model.target_vocabulary_size,
+    )
+    if preprocessor.length_limit > model.max_length:
+        raise ValueError(
+            f"`preprocessor` cuts sources to {preprocessor.length_limit} tokens; "
+            f"the model takes at most max_length={model.max_length}."
+        )
+
+
 def _version_dir(export_dir, version):
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"`version` must be an int >= 1; received {version!r}.")
@@ -102,21 +143,6 @@ def _track(archive, *resources):
         if not getattr(resource, "built", True):
             resource(tf.constant([""]))
         archive.track(resource)
-
-
-def _clean(sentences):
-    """Replace invalid UTF-8 by U+FFFD so the tokenizer never fails."""
-    return tf.strings.unicode_transcode(
-        sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
-
-
-def _token_ids(tokenizer, sentences, max_length):
-    """(B,) strings -> (B, S) int32 ids, 1 <= S <= max_length, 0-padded."""
-    ids = tf.cast(tokenizer(_clean(sentences)), "int32")[:, :max_length]
-    ids = ids.to_tensor(default_value=0)  # (B, S); S is 0 for blank batches
-    width = tf.maximum(tf.shape(ids)[1], 1)
-    return tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]])
 
 
 def _blank(ids):
@@ -145,8 +171,7 @@ def _ids_spec(*names):
 
 def export_translator(
     model,
-    source_tokenizer,
-    target_tokenizer,
+    preprocessor,
     export_dir,
     version=DEFAULT_VERSION,
     max_new_tokens=None,
@@ -156,40 +181,55 @@ def export_translator(
 ):
     """Export a `zoo.build_translator` model with string signatures.
 
+    Every signature tokenizes with `preprocessor` (`generate_preprocess`:
+    cut to its `length_limit`, padded to a bucket length) and detokenizes
+    with it, as in-process decoding does.
+
     Signatures:
         `serving_default`: `sentences` (B,) string -> `translations` (B,)
             string, greedy.
         `beam_search`: `sentences` (B,) -> `translations` (B, n) string and
             `scores` (B, n) float32 (length-normalised log-probabilities),
             best first; n = `num_return` (default `beam_width`).
+        `tokenize`: `sentences` (B,) -> `token_ids` (B, S) int32, the
+            source ids the other signatures decode from, and `truncated`
+            (B,) bool, True where a sentence was cut.
         `logits`: `encoder_token_ids`, `decoder_token_ids` (B, S), (B, T)
             int32 -> `logits` (B, T, V) float32.
+
+    Args:
+        model: a model of `zoo.build_translator`.
+        preprocessor: a `keras_seq.text.TranslationPreprocessor` whose
+            vocabularies are the model's and whose `length_limit` is at
+            most the model's `max_length`.
+        export_dir: the directory that receives `<version>/`.
+        version: int >= 1.
+        max_new_tokens, beam_width, length_penalty, num_return: of the
+            decoding (`model.generate`, `model.beam_search`).
 
     Returns:
         The path of the version directory.
     """
-    _require_tensorflow()
+    require_tensorflow()
     _check_model(
         model,
         "build_translator",
         ("source_vocabulary_size", "target_vocabulary_size", "max_length"),
     )
-    _check_tokenizer(source_tokenizer, "source_tokenizer", model.source_vocabulary_size)
-    _check_tokenizer(target_tokenizer, "target_tokenizer", model.target_vocabulary_size)
+    _check_preprocessor(preprocessor, model)
     path = _version_dir(export_dir, version)
     max_new_tokens = model.check_generate_input(
         np.zeros((1, 1), "int32"), max_new_tokens
     )
     num_return = num_return or beam_width
-    max_length = model.max_length
 
     def greedy(sentences):
         def compute():
-            ids = _token_ids(source_tokenizer, sentences, max_length)
+            ids = preprocessor.generate_preprocess(sentences)
             generated = model.generate(
                 ids, max_new_tokens, start_token_id=START_ID, end_token_id=END_ID
             )
-            text = detokenize_graph(target_tokenizer, generated)
+            text = preprocessor.detokenize_graph(generated)
             return tf.where(_blank(ids), "", text)
 
         return {
@@ -200,7 +240,7 @@ def export_translator(
 
     def beam(sentences):
         def compute():
-            ids = _token_ids(source_tokenizer, sentences, max_length)
+            ids = preprocessor.generate_preprocess(sentences)
             generated, scores = model.beam_search(
                 ids,
                 max_new_tokens,
@@ -211,7 +251,7 @@ def export_translator(
                 end_token_id=END_ID,
             )
             flat = tf.reshape(generated, [-1, max_new_tokens])
-            text = detokenize_graph(target_tokenizer, flat)
+            text = preprocessor.detokenize_graph(flat)
             text = tf.reshape(text, [-1, num_return])
             text = tf.where(_blank(ids)[:, None], "", text)
             return text, tf.cast(scores, "float32")
@@ -225,6 +265,12 @@ def export_translator(
         text, scores = _guard_empty_batch(sentences, compute, empty)
         return {"translations": text, "scores": scores}
 
+    def tokenize(sentences):
+        return {
+            "token_ids": preprocessor.generate_preprocess(sentences),
+            "truncated": preprocessor.truncated(sentences),
+        }
+
     def logits(encoder_token_ids, decoder_token_ids):
         inputs = {
             "encoder_token_ids": encoder_token_ids,
@@ -233,9 +279,10 @@ def export_translator(
         return {"logits": tf.cast(model(inputs, training=False), "float32")}
 
     archive = keras.export.ExportArchive()
-    _track(archive, model, source_tokenizer, target_tokenizer)
+    _track(archive, model, preprocessor.source_tokenizer, preprocessor.target_tokenizer)
     archive.add_endpoint("serving_default", greedy, _string_spec("sentences"))
     archive.add_endpoint("beam_search", beam, _string_spec("sentences"))
+    archive.add_endpoint("tokenize", tokenize, _string_spec("sentences"))
     archive.add_endpoint(
         "logits", logits, _ids_spec("encoder_token_ids", "decoder_token_ids")
     )
@@ -254,7 +301,7 @@ def export_language_model(
             prompt and continuation fit in `max_length`.
         `logits`: `token_ids` (B, T) int32 -> `logits` (B, T, V) float32.
     """
-    _require_tensorflow()
+    require_tensorflow()
     _check_model(model, "build_language_model", ("vocabulary_size", "max_length"))
     _check_tokenizer(tokenizer, "tokenizer", model.vocabulary_size)
     path = _version_dir(export_dir, version)
@@ -275,7 +322,7 @@ def export_language_model(
             # Prompts of one length: a blank prompt starts from [END], the
             # separator the model saw between texts; others are left-padded
             # with it to the longest prompt.
-            ids = tf.cast(tokenizer(_clean(prompts)), "int32")[:, -prompt_length:]
+            ids = tokenize_graph(tokenizer, prompts)[:, -prompt_length:]
             reversed_rows = tf.reverse(ids, axis=[1]).to_tensor(END_ID)
             missing = tf.maximum(1 - tf.shape(reversed_rows)[1], 0)
             reversed_rows = tf.pad(
@@ -318,7 +365,7 @@ def export_classifier(
             `probabilities` (B, C) float32.
         `logits`: `token_ids` (B, T) int32 -> `logits` (B, C) float32.
     """
-    _require_tensorflow()
+    require_tensorflow()
     config = model.get_config()
     if "num_classes" not in config:
         raise TypeError(
@@ -338,7 +385,9 @@ def export_classifier(
 
     def classify(texts):
         def compute():
-            ids = _token_ids(tokenizer, texts, max_length)
+            ids = tokenize_graph(tokenizer, texts)[:, :max_length]
+            ids = ids.to_tensor(PAD_ID)  # (B, S); S is 0 for blank batches
+            ids = tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
             return tf.nn.softmax(tf.cast(model(ids, training=False), "float32"))
 
         probabilities = _guard_empty_batch(

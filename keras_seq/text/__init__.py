@@ -3,7 +3,8 @@
 Vocabularies are WordPiece, trained with the `tensorflow_text` learner and
 starting with `RESERVED_TOKENS` (`[PAD]` is id 0). Tokenizers are keras-hub
 `WordPieceTokenizer`s; the pipelines turn texts into batches of int32 ids for
-`model.fit`, with 0 as padding.
+`model.fit`, with 0 as padding. A translator's text goes in and out through
+one `TranslationPreprocessor` on every path (training, decoding, export).
 """
 
 import importlib
@@ -24,15 +25,18 @@ from keras_seq.text.vocabulary import (
 # generation on JAX does not: they load on first use (PEP 562), so that
 # the special-token ids above come without them.
 _LAZY = {
-    "default_bucket_boundaries": "pipelines",
+    "TranslationPreprocessor": "translation_preprocessor",
+    "TruncationWarning": "dataset_ops",
+    "default_bucket_boundaries": "translation_preprocessor",
     "make_classification_dataset": "pipelines",
     "make_language_model_dataset": "pipelines",
     "make_masked_language_model_dataset": "pipelines",
-    "make_translation_dataset": "pipelines",
+    "make_translation_dataset": "translation_preprocessor",
     "clean_up_spacing": "tokenizers",
     "detokenize": "tokenizers",
     "detokenize_graph": "tokenizers",
     "make_tokenizer": "tokenizers",
+    "tokenize_graph": "tokenizers",
 }
 
 
@@ -50,6 +54,8 @@ __all__ = [
     "RESERVED_TOKENS",
     "START_ID",
     "UNK_ID",
+    "TranslationPreprocessor",
+    "TruncationWarning",
     "clean_up_spacing",
     "default_bucket_boundaries",
     "detokenize",
@@ -61,5 +67,6 @@ __all__ = [
     "make_tokenizer",
     "make_translation_dataset",
     "save_vocabulary",
+    "tokenize_graph",
     "train_wordpiece_vocabulary",
 ]

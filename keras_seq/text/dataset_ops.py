@@ -20,6 +20,10 @@ from keras_seq.text.vocabulary import PAD_ID
 TOKENIZE_BATCH = 2048
 
 
+class TruncationWarning(UserWarning):
+    """Some texts were longer than a model's `max_length` and were cut."""
+
+
 def ordered_slices(tensors, shuffle, seed, epoch):
     """`Dataset.from_tensor_slices(tensors)`, in a new order every epoch.
 
@@ -84,7 +88,9 @@ def tokenize_all(texts, tokenizer, max_length=None, pack=None):
 
     Args:
         texts: a list of strings.
-        tokenizer: a tokenizer of `make_tokenizer`.
+        tokenizer: a tokenizer of `make_tokenizer`, or a function from a
+            (b,) string tensor to ragged (b, None) ids (such as
+            `TranslationPreprocessor.tokenize_source`).
         max_length: optional int; the ids of each text are cut to it.
         pack: optional layer applied to each batch of ragged ids instead of
             the cut, such as a `keras_hub.layers.StartEndPacker`; its
@@ -96,8 +102,10 @@ def tokenize_all(texts, tokenizer, max_length=None, pack=None):
         `max_length` or passed through `pack`.
     """
 
+    tokenize_batch = getattr(tokenizer, "tokenize", tokenizer)
+
     def tokenize(batch):
-        ids = tf.cast(tokenizer.tokenize(batch), "int32")  # (b, None) ragged
+        ids = tf.cast(tokenize_batch(batch), "int32")  # (b, None) ragged
         lengths = ids.row_lengths()
         if pack is not None:
             ids = tf.RaggedTensor.from_tensor(pack(ids), padding=PAD_ID)
@@ -135,7 +143,7 @@ def map_without_autograph(dataset, function):
 
 
 def warn_truncated(truncated, what, max_length):
-    """Warns once, saying how many items were cut to `max_length`.
+    """Warns once (`TruncationWarning`), saying how many items were cut.
 
     Args:
         truncated: a boolean array, one entry per item.
@@ -147,6 +155,6 @@ def warn_truncated(truncated, what, max_length):
         warnings.warn(
             f"{count} of {len(truncated)} {what} were longer than "
             f"max_length={max_length} tokens and were truncated.",
-            UserWarning,
+            TruncationWarning,
             stacklevel=3,
         )

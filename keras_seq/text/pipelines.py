@@ -1,5 +1,9 @@
 """`tf.data` pipelines that feed `model.fit` for every family of the zoo.
 
+The translation pipeline is `TranslationPreprocessor.dataset`
+(`keras_seq.text.translation_preprocessor`), which uses the bucketing and
+word dropout steps below.
+
 Shape legend:
     B: batch size
     S: source length
@@ -34,149 +38,7 @@ from keras_seq.text.vocabulary import (
     UNK_ID,
     _check_texts,
 )
-from keras_seq.validation import check_positive_int, check_rate
-
-# Bucket lengths start here and grow by this factor, rounded up to a multiple
-# of 8 (see `default_bucket_boundaries`).
-_FIRST_BUCKET = 8
-_BUCKET_GROWTH = 1.5
-
-
-def default_bucket_boundaries(max_length):
-    """Bucket lengths for `make_translation_dataset`, derived from `max_length`.
-
-    Lengths start at 8 and grow by a factor of 1.5, each rounded up to a
-    multiple of 8, and end at `max_length`: 8, 16, 24, 40, 64 for
-    `max_length=64`; 8, 16, 24, 40, 64, 96, 128 for 128. A batch is padded to
-    its bucket's length, so padding wastes at most about a third of a batch,
-    and a model compiles at most this many shapes.
-
-    Args:
-        max_length: int, the longest sequence: the model's `max_length`.
-
-    Returns:
-        A list of increasing ints ending at `max_length`.
-
-    Example:
-
-    >>> default_bucket_boundaries(64)
-    [8, 16, 24, 40, 64]
-    """
-    boundaries = []
-    length = _FIRST_BUCKET
-    while length < max_length:
-        boundaries.append(length)
-        length = -(-int(length * _BUCKET_GROWTH) // 8) * 8  # Round up to 8.
-    return boundaries + [max_length]
-
-
-def make_translation_dataset(
-    pairs,
-    source_tokenizer,
-    target_tokenizer,
-    max_length,
-    batch_tokens=4096,
-    batch_size=None,
-    shuffle=False,
-    seed=0,
-    training=False,
-    bucket_boundaries=None,
-    epoch=None,
-    token_dropout=0.0,
-):
-    """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
-
-    The target is packed as `[START] ids [END]`; the decoder reads it
-    without its last token and learns to predict it without its first, so
-    all target positions are trained at once:
-
-        target          [START] ich  bin  da   [END]
-        decoder input   [START] ich  bin  da
-        labels          ich     bin  da   [END]
-
-    Pairs are grouped by length (`tf.data.Dataset.bucket_by_sequence_length`)
-    and every batch is padded to its bucket's length, so each bucket has one
-    shape. Sentences longer than `max_length` tokens are truncated (a
-    target keeps its `[END]`) and one warning says how many pairs were.
-
-    Args:
-        pairs: a list of `(source, target)` string pairs.
-        source_tokenizer, target_tokenizer: tokenizers of `make_tokenizer`.
-        max_length: int, the longest source and decoder sequence: the
-            model's `max_length`.
-        batch_tokens: int, the token budget of a batch: a bucket of length
-            L holds `max(1, batch_tokens // L)` pairs.
-        batch_size: int, a fixed number of pairs per batch instead of
-            `batch_tokens`.
-        shuffle: bool, shuffle the pairs every epoch (before bucketing).
-        seed: int, the shuffle seed.
-        epoch: optional `tf.Variable` holding the epoch number (see
-            `keras_seq.callbacks.ShuffleEpoch`); each epoch's order
-            is then a function of `(seed, epoch)`, so a resumed run replays
-            it. Without one, the order follows the passes made so far.
-        training: bool. `True` drops each bucket's last, incomplete batch,
-            so batch sizes are fixed too (a bucket smaller than one batch
-            gives one batch of all its pairs); `False` keeps every pair.
-        bucket_boundaries: sorted ints, the lengths batches are padded to; a
-            pair whose longer side has n tokens goes to the smallest one
-            `>= n`. `max_length` is added if missing. Defaults to
-            `default_bucket_boundaries(max_length)`.
-        token_dropout: float in [0, 1), word dropout: the share of source
-            and decoder-input tokens replaced by `[UNK]` in each batch, drawn
-            anew every pass (labels are kept). 0 keeps every token.
-
-    Returns:
-        A `tf.data.Dataset` of `(features, labels)`: `features` a dict with
-        `"encoder_token_ids"` (B, S) and `"decoder_token_ids"` (B, T),
-        `labels` (B, T); all int32, 0-padded, and S == T == a bucket length.
-    """
-    sources, targets = _check_pairs(pairs)
-    max_length = _check_size(max_length, "max_length", minimum=2)
-    check_rate(token_dropout, "token_dropout")
-    lengths = _check_boundaries(bucket_boundaries, max_length)
-    if batch_size is not None:
-        batch_size = _check_size(batch_size, "batch_size")
-        batch_sizes = [batch_size] * len(lengths)
-    else:
-        batch_tokens = _check_size(batch_tokens, "batch_tokens")
-        batch_sizes = [max(1, batch_tokens // length) for length in lengths]
-
-    source_lengths, source_ids = tokenize_all(sources, source_tokenizer, max_length)
-    # StartEndPacker trims to leave room for [START] and [END], so a long
-    # target keeps its [END]; it pads to one fixed length, and `_tokenize`
-    # drops that padding so that bucketing sees each target's own length.
-    packer = keras_hub.layers.StartEndPacker(
-        sequence_length=max_length + 1,
-        start_value=START_ID,
-        end_value=END_ID,
-        pad_value=PAD_ID,
-    )
-    target_lengths, target_ids = tokenize_all(targets, target_tokenizer, pack=packer)
-    truncated = (source_lengths > max_length) | (target_lengths > max_length - 1)
-    warn_truncated(truncated, "sentence pairs", max_length)
-
-    def split_target(source, target):
-        features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
-        return features, target[1:]
-
-    dataset = ordered_slices((source_ids, target_ids), shuffle, seed, epoch)
-    dataset = map_without_autograph(dataset, split_target)
-    longer_sides = np.maximum(
-        np.minimum(source_lengths, max_length),
-        np.minimum(target_lengths, max_length - 1) + 1,  # decoder input
-    )
-    if training:
-        # A bucket with fewer pairs than its batch size would be dropped
-        # whole; its batch shrinks to the pairs it has instead.
-        counts = np.bincount(
-            np.searchsorted(lengths, longer_sides, side="left"),
-            minlength=len(lengths),
-        )
-        batch_sizes = [max(1, min(b, c)) for b, c in zip(batch_sizes, counts)]
-    dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
-    if token_dropout:
-        dataset = _drop_tokens(dataset, token_dropout, seed)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+from keras_seq.validation import check_positive_int
 
 
 def _drop_tokens(dataset, rate, seed):
@@ -440,25 +302,6 @@ def make_masked_language_model_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _check_pairs(pairs):
-    if isinstance(pairs, (str, bytes)):
-        raise TypeError("`pairs` must be a list of (source, target) pairs.")
-    pairs = list(pairs)
-    if not pairs:
-        raise ValueError("`pairs` is empty; expected (source, target) pairs.")
-    for index, pair in enumerate(pairs):
-        if (
-            not isinstance(pair, (tuple, list))
-            or len(pair) != 2
-            or not all(isinstance(side, str) for side in pair)
-        ):
-            raise TypeError(
-                f"`pairs` must hold (source, target) string pairs; item "
-                f"{index} is {pair!r}."
-            )
-    return [source for source, _ in pairs], [target for _, target in pairs]
-
-
 def _check_size(value, name, minimum=1):
     """`value` as a Python int of at least `minimum`, else a `ValueError`.
 
@@ -471,20 +314,3 @@ def _check_size(value, name, minimum=1):
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}; received {value}.")
     return value
-
-
-def _check_boundaries(boundaries, max_length):
-    """The sorted bucket lengths, ending at `max_length`."""
-    if boundaries is None:
-        return default_bucket_boundaries(max_length)
-    boundaries = [_check_size(value, "bucket_boundaries") for value in boundaries]
-    if boundaries != sorted(set(boundaries)) or (
-        boundaries and boundaries[-1] > max_length
-    ):
-        raise ValueError(
-            f"`bucket_boundaries` must be strictly increasing lengths of at "
-            f"most max_length={max_length}; received {boundaries}."
-        )
-    if not boundaries or boundaries[-1] < max_length:
-        boundaries.append(max_length)
-    return boundaries

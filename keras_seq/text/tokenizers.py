@@ -123,6 +123,38 @@ def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
     )
 
 
+def tokenize_graph(tokenizer, sentences):
+    """Tokenizes a batch of `tf.string` sentences with TensorFlow ops only.
+
+    Invalid UTF-8 becomes U+FFFD first, so that the tokenizer never fails on
+    what a served model receives; Python `str`s are always valid, so the ids
+    equal the tokenizer's own. Meant for graphs (`tf.data`, `tf.function`,
+    exports); it also runs eagerly, on keras-hub's slower Python path.
+
+    Args:
+        tokenizer: the tokenizer of `make_tokenizer`.
+        sentences: (B,) `tf.string` tensor.
+
+    Returns:
+        A ragged (B, None) int32 tensor of ids, nothing cut.
+
+    Example:
+
+    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["hi", "!"])
+    >>> tokenize_graph(tokenizer, tf.constant(["Hi!"])).to_list()
+    [[5, 6]]
+    """
+    sentences = tf.strings.unicode_transcode(
+        sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    ids = tokenizer(sentences)
+    if not isinstance(ids, tf.RaggedTensor):
+        # Called eagerly, keras-hub hands back Python lists; in a graph
+        # (`tf.data`, `tf.function`, an export) always a ragged tensor.
+        ids = tf.ragged.constant(ids, dtype="int32", ragged_rank=1)
+    return tf.cast(ids, "int32")
+
+
 def clean_up_spacing(text):
     """Applies the punctuation clean-up of the module docstring to a `str`.
 

@@ -37,28 +37,28 @@ def _sentences(count, seed):
 def translator():
     """A tiny translator trained to copy, so its outputs are real sentences."""
     keras.utils.set_random_seed(0)
-    tokenizer = text.make_tokenizer(VOCABULARY)
+    preprocessor = text.TranslationPreprocessor(
+        text.make_tokenizer(VOCABULARY), max_length=32
+    )
     model = zoo.build_translator(
         "tiny", vocabulary_size=len(VOCABULARY), model_dim=32, ff_dim=64
     )
     sentences = _sentences(1024, 0)
-    data = text.make_translation_dataset(
-        list(zip(sentences, sentences)), tokenizer, tokenizer, 32, batch_size=32
-    )
+    data = preprocessor.dataset(list(zip(sentences, sentences)), batch_size=32)
     model.compile(
         optimizer=keras.optimizers.Adam(3e-3),
         loss=MaskedSparseCategoricalCrossentropy(),
     )
     model.fit(data, epochs=6, verbose=0)
-    return model, tokenizer
+    return model, preprocessor
 
 
 @pytest.fixture(scope="module")
 def exported(translator, tmp_path_factory):
-    model, tokenizer = translator
+    model, preprocessor = translator
     root = tmp_path_factory.mktemp("served")
     path = export.export_translator(
-        model, tokenizer, tokenizer, root, max_new_tokens=16, beam_width=3
+        model, preprocessor, root, max_new_tokens=16, beam_width=3
     )
     return path
 
@@ -103,10 +103,10 @@ def test_layout_is_tf_serving(exported):
 
 
 def test_fresh_process_translates_like_the_model(translator, exported):
-    model, tokenizer = translator
-    expected = recipe.translate_texts(
-        model, tokenizer, tokenizer, SENTENCES, max_new_tokens=16
-    )
+    import tensorflow as tf
+
+    model, preprocessor = translator
+    expected = recipe.translate_texts(model, preprocessor, SENTENCES, max_new_tokens=16)
     assert expected[0].startswith("w1 w2")  # The copy task was learned.
     fresh = _fresh_process(exported, SENTENCES)
     assert not any(m.split(".")[0] in ("keras_seq", "zoo") for m in fresh["modules"])
@@ -117,11 +117,10 @@ def test_fresh_process_translates_like_the_model(translator, exported):
     assert np.array(beam["translations"]).shape == (3, 3)
     scores = np.array(beam["scores"])
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
-    ids = np.asarray(
-        recipe.tokenize_to_lists(tokenizer, SENTENCES[:1]), "int32"
-    )  # (1, S)
+    ids = preprocessor.generate_preprocess(tf.constant(SENTENCES[:1]))  # (1, S)
+    np.testing.assert_array_equal(ids, fresh["out"]["tokenize"]["token_ids"][:1])
     best, best_scores = model.beam_search(ids, 16, beam_width=3, num_return=3)
-    assert beam["translations"][0] == text.detokenize(tokenizer, np.asarray(best)[0])
+    assert beam["translations"][0] == preprocessor.detokenize(np.asarray(best)[0])
     np.testing.assert_allclose(scores[0], np.asarray(best_scores)[0], atol=1e-4)
 
 
@@ -178,10 +177,10 @@ def _saved_model_cli(*args):
 
 
 def test_saved_model_cli_shows_and_runs(translator, exported):
-    model, tokenizer = translator
+    model, preprocessor = translator
     shown = _saved_model_cli("show", "--dir", exported, "--all")
     assert shown.returncode == 0, shown.stderr[-2000:]
-    for name in ("serving_default", "beam_search", "logits"):
+    for name in ("serving_default", "beam_search", "tokenize", "logits"):
         assert f"signature_def['{name}']" in shown.stdout
     run = _saved_model_cli(
         "run", "--dir", exported, "--tag_set", "serve",
@@ -190,17 +189,22 @@ def test_saved_model_cli_shows_and_runs(translator, exported):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     expected = recipe.translate_texts(
-        model, tokenizer, tokenizer, SENTENCES[:1], max_new_tokens=16
+        model, preprocessor, SENTENCES[:1], max_new_tokens=16
     )[0]
     assert repr(expected.encode())[2:-1] in run.stdout
 
 
 def test_export_refuses_an_existing_version_and_other_backends(translator, exported):
-    model, tokenizer = translator
+    model, preprocessor = translator
     with pytest.raises(ValueError, match="already holds version 1"):
-        export.export_translator(model, tokenizer, tokenizer, os.path.dirname(exported))
+        export.export_translator(model, preprocessor, os.path.dirname(exported))
     with pytest.raises(ValueError, match="`version` must be an int >= 1"):
-        export.export_translator(model, tokenizer, tokenizer, "/tmp/x", version=0)
+        export.export_translator(model, preprocessor, "/tmp/x", version=0)
+    with pytest.raises(TypeError, match="`preprocessor` must be a `keras_seq.text"):
+        export.export_translator(model, preprocessor.source_tokenizer, "/tmp/x")
+    longer = text.TranslationPreprocessor(preprocessor.source_tokenizer, max_length=64)
+    with pytest.raises(ValueError, match="cuts sources to 64 tokens; the model takes"):
+        export.export_translator(model, longer, "/tmp/x")
 
 
 def test_classifier_serves_labels_and_probabilities(tmp_path):

@@ -122,8 +122,7 @@ def served_translator(tmp_path_factory, translator, tokenizer):
     root = tmp_path_factory.mktemp("served_translator")
     path = export.export_translator(
         translator,
-        tokenizer,
-        tokenizer,
+        text.TranslationPreprocessor(tokenizer, max_length=translator.max_length),
         root,
         max_new_tokens=MAX_NEW_TOKENS,
         beam_width=BEAM_WIDTH,

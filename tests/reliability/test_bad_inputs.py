@@ -88,7 +88,14 @@ def _odd_reserved_tokenizer():
     import keras_hub
 
     tokens = ["[UNK]", "[PAD]"] + VOCABULARY[2:]
-    return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=tokens)
+    return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=tokens, lowercase=True)
+
+
+def _preprocessor(c, source=None, target=None):
+    """The translator's preprocessor, or one over other tokenizers."""
+    return text.TranslationPreprocessor(
+        source or c.tokenizer, target or c.tokenizer, max_length=c.translator.max_length
+    )
 
 
 # (entry point, what is wrong, call(ctx), exception, message pattern)
@@ -383,25 +390,26 @@ CASES = [
     ),
     # Export: the model and tokenizers must match.
     ("export_translator", "a classifier",
-     lambda c: export.export_translator(c.classifier, c.tokenizer, c.tokenizer,
-                                        c.root / "e0"),
+     lambda c: export.export_translator(c.classifier, _preprocessor(c), c.root / "e0"),
      TypeError, r"`model` must be a model of `zoo.build_translator`; .*Classifier"),
+    ("export_translator", "tokenizers instead of a preprocessor",
+     lambda c: export.export_translator(c.translator, c.tokenizer, c.root / "e6"),
+     TypeError, r"`preprocessor` must be a `keras_seq.text.TranslationPreprocessor`"),
     ("export_translator", "source tokenizer larger than the model's vocabulary",
-     lambda c: export.export_translator(
-         c.translator, text.make_tokenizer(VOCABULARY + ["w99"]), c.tokenizer,
-         c.root / "e1"),
-     ValueError, rf"`source_tokenizer` has a vocabulary of {V + 1} tokens; "
-                 rf"the model expects {V}"),
+     lambda c: export.export_translator(c.translator, _preprocessor(
+         c, text.make_tokenizer(VOCABULARY + ["w99"]), c.tokenizer), c.root / "e1"),
+     ValueError, rf"`preprocessor.source_tokenizer` has a vocabulary of {V + 1} "
+                 rf"tokens; the model expects {V}"),
     ("export_translator", "target tokenizer with [PAD] and [UNK] swapped",
-     lambda c: export.export_translator(c.translator, c.tokenizer,
-                                        _odd_reserved_tokenizer(), c.root / "e2"),
-     ValueError, r"`target_tokenizer` must start with the reserved tokens"),
+     lambda c: export.export_translator(c.translator, _preprocessor(
+         c, c.tokenizer, _odd_reserved_tokenizer()), c.root / "e2"),
+     ValueError, r"`preprocessor.target_tokenizer` must start with the reserved "),
     ("export_translator", "max_new_tokens past max_length",
-     lambda c: export.export_translator(c.translator, c.tokenizer, c.tokenizer,
+     lambda c: export.export_translator(c.translator, _preprocessor(c),
                                         c.root / "e3", max_new_tokens=99),
      ValueError, r"`max_new_tokens` must be in \[1, 31\] .*received 99"),
     ("export_translator", "version as a string",
-     lambda c: export.export_translator(c.translator, c.tokenizer, c.tokenizer,
+     lambda c: export.export_translator(c.translator, _preprocessor(c),
                                         c.root / "e4", version="1"),
      ValueError, r"`version` must be an int >= 1; received '1'"),
     ("export_classifier", "one class name for two classes",

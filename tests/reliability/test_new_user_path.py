@@ -286,6 +286,6 @@ def test_a_str_is_one_text_and_bounds_are_checked_first(
     # The list APIs below take no str: one would be read as its characters.
     sentences = "w1 w2."
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
-        translation.translate_texts(trained.model, tokenizer, tokenizer, sentences)
+        translation.translate_texts(trained.model, trained.preprocessor, sentences)
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
         tasks.classify_texts(classifier, tokenizer, sentences, 16)

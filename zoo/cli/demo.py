@@ -108,11 +108,11 @@ def _train_and_report(args, corpus, resumed):
         verbose=train.verbose(),
     )
     model = result["model"]
-    tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
+    preprocessor = result["preprocessor"]
     print(f"translating the {len(corpus.test):,} test sentences...", flush=True)
-    greedy = translation.evaluate_translator(model, *tokenizers, corpus.test)
+    greedy = translation.evaluate_translator(model, preprocessor, corpus.test)
     scores = translation.evaluate_translator(
-        model, *tokenizers, corpus.test, strategy="beam", beam_width=args.beam_width
+        model, preprocessor, corpus.test, strategy="beam", beam_width=args.beam_width
     )
     _plot(result, corpus, args.output_dir)
     metrics = _metrics(args, result, corpus, scores, greedy)

@@ -87,7 +87,7 @@ def bleu_scores(scores, beam_width):
     return {name: scores["bleu"], f"{name}_cased": scores["bleu_cased"]}
 
 
-def score_translator(model, tokenizers, pairs, beam_width):
+def score_translator(model, preprocessor, pairs, beam_width):
     """Test BLEU of a translator, decoding with `beam_width` beams.
 
     Returns:
@@ -96,7 +96,7 @@ def score_translator(model, tokenizers, pairs, beam_width):
     how = "greedily" if beam_width == 1 else f"with {beam_width} beams"
     print(f"translating the {len(pairs):,} test sentences {how}...", flush=True)
     options = {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
-    scores = translation.evaluate_translator(model, *tokenizers, pairs, **options)
+    scores = translation.evaluate_translator(model, preprocessor, pairs, **options)
     return bleu_scores(scores, beam_width)
 
 
@@ -114,8 +114,9 @@ def _train_translator(args, corpus, output_dir, common, family):
         result["bleu_history"],
         os.path.join(output_dir, "learning_curves.png"),
     )
-    tokenizers = (result["source_tokenizer"], result["target_tokenizer"])
-    scores = score_translator(result["model"], tokenizers, corpus.test, args.beam_width)
+    scores = score_translator(
+        result["model"], result["preprocessor"], corpus.test, args.beam_width
+    )
     bleu, cased = scores.values()
     how = "greedy" if args.beam_width == 1 else f"{args.beam_width} beams"
     return Trained(
@@ -127,19 +128,13 @@ def _train_translator(args, corpus, output_dir, common, family):
 
 
 def _evaluate_translator(trained, data, args):
-    tokenizers = (trained.tokenizers["source"], trained.tokenizers["target"])
     pairs = corpora.translation_corpus(data).test
-    return score_translator(trained.model, tokenizers, pairs, args.beam_width)
+    return score_translator(trained.model, trained.preprocessor, pairs, args.beam_width)
 
 
 def _export_translator(trained, export_dir, version):
-    tokenizers = trained.tokenizers
     return _exporter().export_translator(
-        trained.model,
-        tokenizers["source"],
-        tokenizers["target"],
-        export_dir,
-        version=version,
+        trained.model, trained.preprocessor, export_dir, version=version
     )
 
 

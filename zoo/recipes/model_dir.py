@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import warnings
 
 import keras
 import numpy as np
@@ -44,9 +43,8 @@ FAMILIES = (
 TRANSLATORS = ("translator", "rnn-translator")
 
 
-class TruncationWarning(UserWarning):
-    """Some inputs were longer than the model's `max_length` and were cut."""
-
+# Some inputs were longer than the model's `max_length` and were cut.
+TruncationWarning = text.TruncationWarning
 
 # The beam width of the headline BLEU (the demo's and `train`'s).
 BEAM_WIDTH = 4
@@ -182,7 +180,18 @@ def load_model_dir(model_dir):
             f"but {model_path} holds a {type(model).__name__}, which is not one."
         )
     tokenizers = _tokenizers(model_dir, family, config, run)
-    return TrainedModel(model_dir, family, model, run, tokenizers)
+    preprocessor = None
+    if family in TRANSLATORS:
+        preprocessor = text.TranslationPreprocessor.load(
+            model_dir,
+            max_length=getattr(model, "max_length", None),
+            vocabulary_sizes=tuple(_vocabulary_sizes(family, config).values()),
+        )
+        tokenizers = {
+            "source": preprocessor.source_tokenizer,
+            "target": preprocessor.target_tokenizer,
+        }
+    return TrainedModel(model_dir, family, model, run, tokenizers, preprocessor)
 
 
 @dataclasses.dataclass
@@ -196,6 +205,9 @@ class TrainedModel:
         run: dict, the contents of `run.json`.
         tokenizers: dict of keras-hub tokenizers: `source` and `target`
             for translators, `text` otherwise.
+        preprocessor: a translator's `keras_seq.text.TranslationPreprocessor`
+            (by default, its `tokenizers` at the model's `max_length`);
+            None for other families.
     """
 
     path: str
@@ -203,6 +215,15 @@ class TrainedModel:
     model: keras.Model
     run: dict
     tokenizers: dict
+    preprocessor: object = None
+
+    def __post_init__(self):
+        if self.family in TRANSLATORS and self.preprocessor is None:
+            self.preprocessor = text.TranslationPreprocessor(
+                self.tokenizers["source"],
+                self.tokenizers["target"],
+                max_length=getattr(self.model, "max_length", None),
+            )
 
     def _require(self, families, use):
         if self.family not in families:
@@ -241,7 +262,8 @@ class TrainedModel:
         """Translates sentences, one output per input (blank in, "" out).
 
         A sentence longer than the model's `max_length` tokens is cut to
-        it; a `TruncationWarning` says how many were.
+        it; a `TruncationWarning` says how many were (the preprocessor's
+        `decode_batches`).
 
         Args:
             texts: a list of str, or one str (one sentence).
@@ -261,25 +283,12 @@ class TrainedModel:
         if isinstance(texts, str):
             return self.translate([texts], beam_width, max_new_tokens)[0]
         texts = check_text_list(texts, "texts")
-        limit = getattr(self.model, "max_length", None)
-        if limit:
-            lengths = [len(r) for r in translation.tokenize_to_lists(
-                self.tokenizers["source"], texts)]  # fmt: skip
-            cut = sum(length > limit for length in lengths)
-            if cut:
-                warnings.warn(
-                    f"{cut} of {len(texts)} sentences are longer than the "
-                    f"model's max_length ({limit} tokens); each was cut to it.",
-                    TruncationWarning,
-                    stacklevel=2,
-                )
         options = (
             {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
         )
         return translation.translate_texts(
             self.model,
-            self.tokenizers["source"],
-            self.tokenizers["target"],
+            self.preprocessor,
             texts,
             max_new_tokens=max_new_tokens,
             **options,

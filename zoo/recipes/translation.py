@@ -32,10 +32,6 @@ from keras_seq.validation import check_choice, check_positive_int
 from zoo.recipes import runtime
 from zoo.recipes.inputs import check_text_list
 
-# Sources are padded to one of these lengths for decoding, so the compiled
-# generation loop exists in a handful of shapes, whatever the batch.
-DECODE_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128)
-
 # The builder of each translator family, and its presets. Only the
 # Transformer has a `max_length`; the RNN translator's sequences are
 # unbounded, and its batches are cut to `RNN_MAX_LENGTH` tokens.
@@ -166,28 +162,22 @@ def compile_translator(
 
 
 def translate_texts(
-    model,
-    source_tokenizer,
-    target_tokenizer,
-    texts,
-    batch_size=64,
-    max_new_tokens=None,
-    **generate_kwargs,
+    model, preprocessor, texts, batch_size=64, max_new_tokens=None, **generate_kwargs
 ):
     """Translates Python strings with the model's cached decoding loop.
 
-    Sentences are sorted by length and each batch is padded to a length of
-    `DECODE_BUCKETS`, which keeps the number of compiled loops small. A
-    sentence with no tokens (empty, blank) translates to "", as served
-    models do.
+    `preprocessor.decode_batches` sorts the sentences by length, cuts them
+    to its `length_limit` (a `TruncationWarning` says how many) and pads
+    each batch to a length bucket, which keeps the number of compiled loops
+    small. A sentence with no tokens (empty, blank) translates to "", as
+    served models do.
 
     Args:
         model: a translator with `generate`.
-        source_tokenizer: the tokenizer of the source vocabulary.
-        target_tokenizer: the tokenizer of the target vocabulary.
+        preprocessor: the model's `keras_seq.text.TranslationPreprocessor`.
         texts: list of str.
         batch_size: int, sentences decoded together.
-        max_new_tokens: int or None, default `model.max_length - 1`.
+        max_new_tokens: int or None, default `preprocessor.length_limit - 1`.
         **generate_kwargs: passed to `model.generate` (default greedy; e.g.
             `strategy="beam", beam_width=4`).
 
@@ -200,25 +190,15 @@ def translate_texts(
     texts = check_text_list(texts)
     if not texts:
         return []
-    limit = getattr(model, "max_length", DECODE_BUCKETS[-1])
-    max_new_tokens = max_new_tokens or limit - 1
-    ids = [row[:limit] for row in tokenize_to_lists(source_tokenizer, texts)]
-    order = np.argsort([len(row) for row in ids], kind="stable")
-    outputs = [None] * len(texts)
-    for start in range(0, len(texts), batch_size):
-        chosen = order[start : start + batch_size]
-        longest = max(1, max(len(ids[i]) for i in chosen))
-        width = min(next((b for b in DECODE_BUCKETS if b >= longest), limit), limit)
-        batch = np.zeros((batch_size, width), "int32")
-        for row, i in enumerate(chosen):
-            batch[row, : len(ids[i])] = ids[i]
-        batch[len(chosen) :, 0] = text.UNK_ID  # Filler rows keep shapes fixed.
+    max_new_tokens = max_new_tokens or preprocessor.length_limit - 1
+    outputs = [""] * len(texts)
+    for positions, batch, blank in preprocessor.decode_batches(texts, batch_size):
         generated = model.generate(
             batch, max_new_tokens=max_new_tokens, **generate_kwargs
         )
-        decoded = text.detokenize(target_tokenizer, np.asarray(generated))
-        for row, i in enumerate(chosen):
-            outputs[i] = decoded[row] if ids[i] else ""
+        decoded = preprocessor.detokenize(np.asarray(generated))
+        for row, i in enumerate(positions):
+            outputs[i] = "" if blank[row] else decoded[row]
     return outputs
 
 
@@ -322,7 +302,9 @@ def train_translator(
         **overrides: builder arguments that override the preset.
 
     Returns:
-        A dict with `model`, `source_tokenizer`, `target_tokenizer`,
+        A dict with `model`, `preprocessor` (a
+        `keras_seq.text.TranslationPreprocessor`, also saved in
+        `output_dir`), `source_tokenizer`, `target_tokenizer`,
         `history` (Keras' dict), `bleu_history` (`(minutes, epoch, BLEU)`
         points), `train_minutes`, `vocabulary_minutes` and
         `averaged_epochs`.
@@ -345,7 +327,7 @@ def train_translator(
             flush=True,
         )
     vocabularies = build_vocabularies(
-        corpus.train, vocabulary_size, output_dir, shared=shared_vocabulary
+        corpus.train, vocabulary_size, shared=shared_vocabulary
     )
     source_tokenizer, target_tokenizer = map(text.make_tokenizer, vocabularies)
     vocabulary_minutes = (time.time() - started) / 60
@@ -366,9 +348,17 @@ def train_translator(
             jit_compile,
             ema_momentum=ema_momentum,
         )
-    tokenizers = (source_tokenizer, target_tokenizer)
+    # The RNN translator has no `max_length` of its own; its batches are cut
+    # to the last bucket, `max_length` here.
+    preprocessor = text.TranslationPreprocessor(
+        source_tokenizer,
+        target_tokenizer,
+        max_length=getattr(model, "max_length", None),
+        bucket_boundaries=text.default_bucket_boundaries(max_length),
+    )
+    preprocessor.save(output_dir)
     fitted = _fit_translator(
-        model, tokenizers, corpus, output_dir, max_length, batch_tokens,
+        model, preprocessor, corpus, output_dir, batch_tokens,
         seed=seed, epochs=epochs, minutes=minutes, bleu_sample=bleu_sample,
         ema=bool(ema_momentum), average_last_epochs=average_last_epochs,
         verbose=verbose, strategy=strategy, token_dropout=token_dropout,
@@ -376,6 +366,7 @@ def train_translator(
     )  # fmt: skip
     return {
         "model": model,
+        "preprocessor": preprocessor,
         "source_tokenizer": source_tokenizer,
         "target_tokenizer": target_tokenizer,
         "vocabulary_minutes": vocabulary_minutes,
@@ -384,24 +375,21 @@ def train_translator(
 
 
 def _fit_translator(
-    model, tokenizers, corpus, output_dir, max_length, batch_tokens, *,
+    model, preprocessor, corpus, output_dir, batch_tokens, *,
     seed, epochs, minutes, bleu_sample, ema, average_last_epochs, verbose,
     strategy, token_dropout=0.0, early_stopping_patience=None,
 ):  # fmt: skip
     """`model.fit` with the recipe's callbacks; the fit's figures."""
     shuffle_epoch = ShuffleEpoch()
-    train_data = text.make_translation_dataset(
-        corpus.train, *tokenizers, max_length, batch_tokens=batch_tokens,
-        shuffle=True, seed=seed, training=True, epoch=shuffle_epoch.epoch,
-        token_dropout=token_dropout,
+    train_data = preprocessor.dataset(
+        corpus.train, batch_tokens=batch_tokens, shuffle=True, seed=seed,
+        training=True, epoch=shuffle_epoch.epoch, token_dropout=token_dropout,
     )  # fmt: skip
-    validation_data = text.make_translation_dataset(
-        corpus.validation, *tokenizers, max_length, batch_tokens=batch_tokens
-    )
+    validation_data = preprocessor.dataset(corpus.validation, batch_tokens=batch_tokens)
     sample = corpus.validation[:bleu_sample]
 
     def validation_bleu():
-        hypotheses = translate_texts(model, *tokenizers, [s for s, _ in sample])
+        hypotheses = translate_texts(model, preprocessor, [s for s, _ in sample])
         return corpus_bleu(hypotheses, [t for _, t in sample])
 
     budget = TimeBudget(minutes)
@@ -450,15 +438,12 @@ def _fit_translator(
     }
 
 
-def evaluate_translator(
-    model, source_tokenizer, target_tokenizer, pairs, **generate_kwargs
-):
+def evaluate_translator(model, preprocessor, pairs, **generate_kwargs):
     """Scores a translator's translations of `pairs` with corpus BLEU.
 
     Args:
         model: a translator with `generate`.
-        source_tokenizer: the tokenizer of the source vocabulary.
-        target_tokenizer: the tokenizer of the target vocabulary.
+        preprocessor: the model's `keras_seq.text.TranslationPreprocessor`.
         pairs: list of `(source, reference)` strings.
         **generate_kwargs: passed to `model.generate` (default greedy).
 
@@ -466,11 +451,7 @@ def evaluate_translator(
         A dict with `bleu` (lowercase), `bleu_cased` and `hypotheses`.
     """
     hypotheses = translate_texts(
-        model,
-        source_tokenizer,
-        target_tokenizer,
-        [s for s, _ in pairs],
-        **generate_kwargs,
+        model, preprocessor, [s for s, _ in pairs], **generate_kwargs
     )
     references = [t for _, t in pairs]
     return {

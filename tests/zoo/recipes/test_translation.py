@@ -11,11 +11,13 @@ def test_translate_texts_gives_blank_sentences_an_empty_translation():
     from zoo.recipes.translation import translate_texts
 
     vocabulary = list(text.RESERVED_TOKENS) + ["w1", "w2", "."]
-    tokenizer = text.make_tokenizer(vocabulary)
+    preprocessor = text.TranslationPreprocessor(
+        text.make_tokenizer(vocabulary), max_length=32
+    )
     keras.utils.set_random_seed(0)
     model = zoo.build_translator("tiny", vocabulary_size=len(vocabulary))
     translations = translate_texts(
-        model, tokenizer, tokenizer, ["", "   ", "w1 w2.", "\t"], max_new_tokens=4
+        model, preprocessor, ["", "   ", "w1 w2.", "\t"], max_new_tokens=4
     )
     assert translations[0] == translations[1] == translations[3] == ""
     assert len(translations) == 4 and isinstance(translations[2], str)

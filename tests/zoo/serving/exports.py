@@ -23,8 +23,7 @@ def export_translator(root, version=1):
     )
     return export.export_translator(
         model,
-        tokenizer,
-        tokenizer,
+        text.TranslationPreprocessor(tokenizer, max_length=model.max_length),
         root,
         version=version,
         max_new_tokens=6,
