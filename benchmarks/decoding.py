@@ -15,10 +15,16 @@ TensorFlow, `jax.jit` on JAX):
   eagerly; beam search likewise.
 """
 
+import contextlib
+import functools
+import statistics
+
+import keras
 from keras import ops
 
 from benchmarks import config as config_lib
 from benchmarks import peers_keras, peers_torch, timing
+from benchmarks.config import START_ID
 from benchmarks.training import OURS, TORCH, build_keras
 
 NEW_TOKENS = 32
@@ -106,7 +112,11 @@ def _torch_candidates(config, new_tokens, beam_width):
 
 def measure(config, repeats, batch_sizes=(1, 32), new_tokens=NEW_TOKENS,
             beam_width=BEAM_WIDTH, with_torch=True, min_seconds=0.3):  # fmt: skip
-    """Decoding figures: dict batch -> {(implementation, method): row}."""
+    """Decoding figures: dict batch -> {(implementation, method): row}.
+
+    A function whose first call raises is not timed; its row is
+    `{"failed": "Error: message"}`.
+    """
     models = {
         name: build_keras(name, config)
         for name in (OURS, "keras-hub", "keras.io recipe")
@@ -123,17 +133,27 @@ def measure(config, repeats, batch_sizes=(1, 32), new_tokens=NEW_TOKENS,
             given = source if key[0] == TORCH else tensor
             return lambda: ops.convert_to_numpy(fn(given))
 
-        calls = {key: bind(key, fn) for key, fn in functions.items()}
+        calls, failed = {}, {}
+        for key, fn in functions.items():
+            call = bind(key, fn)
+            message = timing.first_call_fails(call)
+            if message:
+                failed[key] = {"failed": message}
+            else:
+                calls[key] = call
         medians = timing.interleaved(calls, repeats, min_seconds=min_seconds)
-        results[batch] = {
-            key: {
-                "ms": 1e3 * value["median"],
-                "cpu_ms": 1e3 * value["cpu_median"],
-                "tokens_per_s": batch * new_tokens / value["median"],
-                "times": value["times"],
+        results[batch] = dict(failed)
+        results[batch].update(
+            {
+                key: {
+                    "ms": 1e3 * value["median"],
+                    "cpu_ms": 1e3 * value["cpu_median"],
+                    "tokens_per_s": batch * new_tokens / value["median"],
+                    "times": value["times"],
+                }
+                for key, value in medians.items()
             }
-            for key, value in medians.items()
-        }
+        )
     return results
 
 
@@ -153,3 +173,102 @@ def check_agreement(config, new_tokens=8):
         )
     )
     return bool((cached == recomputed).all())
+
+
+# Positions whose single decoder step is timed by `measure_positions`: an
+# early one and a late one of the `small` translator's 64.
+POSITIONS = (8, 56)
+
+
+def _no_grad():
+    """`torch.no_grad()` on PyTorch (as `generate` decodes), else nothing."""
+    if keras.backend.backend() != "torch":
+        return contextlib.nullcontext()
+    import torch  # Backend-specific: only reached with the PyTorch backend.
+
+    return torch.no_grad()
+
+
+def _ours_step_at(model, source, position):
+    """Ours: the decoder step at `position` of a `position + 1`-token cache."""
+    token, context, cache = model.start_decoding(source, position + 1, START_ID)
+    return lambda: model.decoding_step(token, position, context, cache)[0]
+
+
+def _hub_step_at(model, source, position):
+    """keras-hub: its decoder's step at `position`, its caches as long."""
+    encoded, mask, _, caches, cross = peers_keras._hub_prefill(
+        model, source, position + 1
+    )
+    token = ops.full((ops.shape(source)[0], 1), START_ID, "int32")
+    return lambda: peers_keras._hub_step(
+        model, token, position, encoded, mask, caches, cross, fill=False
+    )[0]
+
+
+def _append_step(made, make, model, source, position):
+    made.append(make(model, source, position))
+
+
+def measure_positions(config, repeats, batch_sizes=(1, 32), positions=POSITIONS,
+                      min_seconds=0.3):  # fmt: skip
+    """Time per token early and late in a translation: one decoder step.
+
+    For each position p, the step that reads the token at p and writes
+    its keys and values at p, with caches of p + 1 positions (as a
+    translation of p + 1 tokens has): a step that copied or rescanned
+    the whole cache would grow with p, and a translation would cost
+    O(L^2) in its length. The cross-attention caches are filled once
+    outside the clock, as the decoding loop fills them. Ours and
+    keras-hub's steps, every position, timed round-robin, without
+    gradients on PyTorch.
+
+    Returns:
+        dict batch -> {"implementation | p": row}, rows as `measure`'s
+        plus `ratio` (late over early, of the medians) and `paired_ratio`
+        (the median over repetitions of the ratio within each) in the
+        latest position's row. A step whose first call raises has
+        `{"failed": message}`.
+    """
+    models = {name: build_keras(name, config) for name in (OURS, "keras-hub")}
+    makers = {OURS: _ours_step_at, "keras-hub": _hub_step_at}
+    results = {}
+    with _no_grad():
+        for batch in batch_sizes:
+            source = ops.convert_to_tensor(
+                config_lib.source_batch(config, batch, seed=batch)
+            )
+            calls, rows = {}, {}
+            for name, make in makers.items():
+                for position in positions:
+                    key, made = f"{name} | {position}", []
+
+                    def call(made=made):
+                        return ops.convert_to_numpy(ops.argmax(made[0](), axis=-1))
+
+                    message = timing.first_call_fails(
+                        functools.partial(
+                            _append_step, made, make, models[name], source, position
+                        )
+                    ) or timing.first_call_fails(call)
+                    if message:
+                        rows[key] = {"failed": message}
+                    else:
+                        calls[key] = call
+            medians = timing.interleaved(calls, repeats, min_seconds=min_seconds)
+            for key, value in medians.items():
+                rows[key] = {
+                    "ms": 1e3 * value["median"],
+                    "cpu_ms": 1e3 * value["cpu_median"],
+                    "times": value["times"],
+                }
+            for name in makers:
+                first, last = (f"{name} | {p}" for p in (positions[0], positions[-1]))
+                if "ms" in rows.get(first, {}) and "ms" in rows.get(last, {}):
+                    early, late = rows[first], rows[last]
+                    late["ratio"] = late["ms"] / early["ms"]
+                    late["paired_ratio"] = statistics.median(
+                        b / a for a, b in zip(early["times"], late["times"])
+                    )
+            results[batch] = rows
+    return results

@@ -5,9 +5,14 @@ import json
 
 OURS = "keras-seq"
 HUB = "keras-hub"
+TORCH = "torch.nn.Transformer"
 TRAINING_TARGET = 1.25  # x the fastest peer
 DECODING_TARGET = 1.25  # x keras-hub's cached decoder
 MFU_TARGET = 0.50
+# Keras on PyTorch (issue 35): training at least keras-hub's speed there,
+# and a late decoding step at most this much slower than an early one.
+TORCH_TRAINING_TARGET = 1.0  # x keras-hub on PyTorch
+POSITION_TARGET = 1.3  # time per token at the late position / the early one
 
 
 def _table(header, rows):
@@ -41,11 +46,26 @@ def best_matmul(results, cpu=False):
 
 
 def _xla(row, backend):
-    if row["xla"] is None:
+    if row["xla"] is None or backend == "torch":
         return "eager"
     if backend == "jax":
         return "jit"
     return "on" if row["xla"] else "off"
+
+
+def _timed(rows):
+    """The rows that were timed: an implementation that failed has only
+    `implementation` and `failed` (`timing.first_call_fails`)."""
+    return {key: row for key, row in rows.items() if "failed" not in row}
+
+
+def _failures(backend, rows, what):
+    """One line per implementation that failed, naming the error."""
+    return [
+        f"- {backend}: {key} {what} failed: `{row['failed']}`"
+        for key, row in rows.items()
+        if "failed" in row
+    ]
 
 
 def _fastest(rows, ours):
@@ -67,11 +87,13 @@ def _ratio(value):
 
 
 def training_section(results, name, peak, cpu_peak):
-    table_rows = []
+    table_rows, failures = [], []
     for backend, worker in results["backends"].items():
         rows = worker.get("training", {}).get(name)
         if not rows:
             continue
+        failures += _failures(backend, rows, "training")
+        rows = _timed(rows)
         fastest_peer = _fastest(rows, ours=False)
         least_cpu = min(
             (r["cpu_step_ms"] for r in rows.values() if r["implementation"] != OURS),
@@ -113,7 +135,8 @@ def training_section(results, name, peak, cpu_peak):
         "vs fastest peer",
         "vs fastest peer, CPU time",
     ]
-    return f"### Training, `{name}`\n\n" + _table(header, table_rows) + "\n"
+    text = f"### Training, `{name}`\n\n" + _table(header, table_rows) + "\n"
+    return text + ("\n" + "\n".join(failures) + "\n" if failures else "")
 
 
 def _decoding_rows(backend, decoding):
@@ -132,7 +155,10 @@ def _decoding_rows(backend, decoding):
                 continue
             cells = [backend, name, method]
             for batch in batches:
-                entry = decoding[batch][key]
+                entry = decoding[batch].get(key, {})
+                if "ms" not in entry:
+                    cells += ["failed", "see below"]
+                    continue
                 cells += [_number(entry["ms"], 1), _number(entry["tokens_per_s"])]
             rows.append(cells)
     header = ["backend", "implementation", "decoding"]
@@ -159,7 +185,7 @@ def decoding_section(results):
             d = decoding[batch]
 
             def ms(key, d=d):
-                return d[key]["ms"] if key in d else None
+                return d.get(key, {}).get("ms")
 
             def spread(numerator, denominator, digits, d=d):
                 """Each process's own ratio, where several processes ran."""
@@ -171,6 +197,9 @@ def decoding_section(results):
                 return f" (per process: {each})"
 
             facts = []
+            for key, row in d.items():
+                if "failed" in row:
+                    facts.append(f"{key} failed: `{row['failed']}`")
             cached_key = f"{OURS} | cached greedy"
             cached, recompute = ms(cached_key), ms(f"{OURS} | recompute greedy")
             hub = ms(f"{HUB} | cached greedy")
@@ -183,6 +212,17 @@ def decoding_section(results):
                 facts.append(
                     f"recomputing takes {recompute / cached:.1f}x as long"
                     + spread(f"{OURS} | recompute greedy", cached_key, 1)
+                )
+            native = ms(f"{TORCH} | recompute greedy")
+            if cached and native:
+                facts.append(
+                    f"ours {native / cached:.2f}x {TORCH}'s greedy (no cache: "
+                    "it recomputes)"
+                )
+            if ms(f"{OURS} | beam") and ms(f"{TORCH} | beam"):
+                facts.append(
+                    f"ours {ms(f'{TORCH} | beam') / ms(f'{OURS} | beam'):.2f}x "
+                    f"{TORCH}'s beam search"
                 )
             if cached and ms(f"{OURS} | beam"):
                 facts.append(
@@ -287,8 +327,10 @@ def targets_section(results, peak, cpu_peak=None):
     """The speed targets, each with the measured figure and a verdict."""
     lines = []
     for backend, worker in results["backends"].items():
-        rows = worker.get("training", {}).get("small")
-        if rows:
+        rows = _timed(worker.get("training", {}).get("small", {}))
+        if rows and backend == "torch":
+            lines += _torch_training_targets(rows)
+        elif rows:
             best = _best_by_implementation(rows)
             peers = {k: v for k, v in best.items() if k != OURS}
             cpu = _cpu_ratio(rows)
@@ -347,9 +389,9 @@ def targets_section(results, peak, cpu_peak=None):
                 )
         decoding = worker.get("decoding", {})
         for batch in sorted(decoding, key=int):
-            ours = decoding[batch].get(f"{OURS} | cached greedy")
-            hub = decoding[batch].get(f"{HUB} | cached greedy")
-            if ours and hub:
+            ours = decoding[batch].get(f"{OURS} | cached greedy", {})
+            hub = decoding[batch].get(f"{HUB} | cached greedy", {})
+            if "ms" in ours and "ms" in hub:
                 ratio = hub["ms"] / ours["ms"]
                 cpu = hub["cpu_ms"] / ours["cpu_ms"]
                 lines.append(
@@ -358,7 +400,127 @@ def targets_section(results, peak, cpu_peak=None):
                     f"{DECODING_TARGET}x): {_verdict(ratio >= DECODING_TARGET)} "
                     f"({cpu:.2f}x by processor time)."
                 )
+        lines += _position_targets(backend, worker.get("positions", {}))
     return _targets_section(lines)
+
+
+def _torch_training_targets(rows):
+    """Training on PyTorch: ours against keras-hub there (target 1x) and
+    against `torch.nn.Transformer` (no target), on the same fixed-length
+    batch, and bucketed as ours is fed."""
+    longest = max(r.get("length") or 0 for r in rows.values())
+
+    def speed(name, fixed=True):
+        found = [
+            r
+            for r in rows.values()
+            if r["implementation"] == name
+            and not r.get("loss_is_nan")
+            and (not fixed or (r.get("length") or 0) == longest)
+        ]
+        best = max(found, key=lambda r: r["tokens_per_s"], default=None)
+        return best and (best["tokens_per_s"], best["cpu_step_ms"])
+
+    ours, bucketed = speed(OURS), speed(OURS, fixed=False)
+    lines = []
+    for peer, target in ((HUB, TORCH_TRAINING_TARGET), (TORCH, None)):
+        other = speed(peer)
+        if not (ours and other):
+            continue
+        ratio = ours[0] / other[0]
+        verdict = (
+            f"(target {target}x): {_verdict(ratio >= target)}"
+            if target
+            else "(no target)"
+        )
+        lines.append(
+            f"- Training, `small`, torch: ours {ratio:.2f}x {peer} on the same "
+            f"batch {verdict} ({other[1] / ours[1]:.2f}x by processor time); "
+            f"{bucketed[0] / other[0]:.2f}x on its length-bucketed batches."
+        )
+    return lines
+
+
+def _position_targets(backend, positions):
+    """Ours: the late step's time over the early one's (target 1.3x)."""
+    lines = []
+    for batch in sorted(positions, key=int):
+        rows = positions[batch]
+        late = [
+            (key, row) for key, row in rows.items()
+            if key.startswith(f"{OURS} | ") and "ratio" in row
+        ]  # fmt: skip
+        for key, row in late:
+            early = min(
+                int(k.split(" | ")[1]) for k in rows if k.startswith(f"{OURS} | ")
+            )
+            lines.append(
+                f"- Time per token, {backend}, batch {batch}: ours "
+                f"{row['ratio']:.2f}x at position {key.split(' | ')[1]} what it "
+                f"is at position {early} (paired {row['paired_ratio']:.2f}x; "
+                f"target at most {POSITION_TARGET}x): "
+                f"{_verdict(row['ratio'] <= POSITION_TARGET)}."
+            )
+    return lines
+
+
+def positions_section(results):
+    """One decoder step early and late in a translation, per implementation."""
+    table_rows, notes = [], []
+    for backend, worker in results["backends"].items():
+        for batch, rows in sorted(
+            worker.get("positions", {}).items(), key=lambda x: int(x[0])
+        ):
+            names = []
+            for key in rows:
+                name = key.split(" | ")[0]
+                if name not in names:
+                    names.append(name)
+            for name in names:
+                keys = sorted(
+                    (k for k in rows if k.startswith(f"{name} | ")),
+                    key=lambda k: int(k.split(" | ")[1]),
+                )
+                early, late = rows[keys[0]], rows[keys[-1]]
+                if "ms" not in early or "ms" not in late:
+                    failed = early.get("failed") or late.get("failed")
+                    notes.append(
+                        f"- {backend}, batch {batch}: {name} failed: `{failed}`"
+                    )
+                    continue
+                table_rows.append(
+                    [
+                        backend,
+                        name,
+                        batch,
+                        _number(early["ms"], 2),
+                        _number(late["ms"], 2),
+                        _ratio(late.get("ratio")),
+                        _ratio(late.get("paired_ratio")),
+                    ]
+                )
+                positions = [k.split(" | ")[1] for k in keys]
+    if not table_rows and not notes:
+        return ""
+    header = [
+        "backend",
+        "implementation",
+        "batch",
+        f"step at position {positions[0]} (ms)",
+        f"step at position {positions[-1]} (ms)",
+        "late / early",
+        "late / early, paired",
+    ]
+    text = (
+        "### Time per token, early and late\n\n"
+        "One decoder step at each position, its self-attention caches as long "
+        "as a translation of that many tokens has, the cross-attention caches "
+        "filled beforehand; medians of interleaved repetitions, and the median "
+        "of the ratio within each repetition (paired).\n\n"
+        + _table(header, table_rows)
+        + "\n"
+    )
+    return text + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def _targets_section(lines):
@@ -485,6 +647,7 @@ def render(results):
     sections += [training_section(results, name, peak[0], cpu_peak) for name in names]
     sections += [
         decoding_section(results),
+        positions_section(results),
         serving_section(results),
         memory_section(results),
     ]
@@ -511,7 +674,7 @@ def _loss(row):
 
 
 def accelerator_training_section(results, name):
-    rows = results["training"][name]
+    rows = _timed(results["training"][name])
     if not rows:
         return ""
     policy = next(iter(rows.values())).get("policy", "float32")
@@ -594,6 +757,7 @@ def accelerator_targets_section(results):
     """The issue's GPU targets, each with its figure and a verdict."""
     lines = []
     for name, rows in results.get("training", {}).items():
+        rows = _timed(rows)
         policy = next(iter(rows.values()), {}).get("policy", "float32")
         if policy != "mixed_bfloat16" or not rows:
             continue
@@ -675,6 +839,13 @@ def render_accelerator(results):
         "policy's compute dtype.",
         "",
     ]
+    if results.get("complete") is False:
+        head += [
+            "**Partial**: written after each finished process; the run had not "
+            "finished when these were written, so the tables below hold only "
+            "what it had measured by then.",
+            "",
+        ]
     sections = ["\n".join(head), accelerator_targets_section(results)]
     sections.append(accelerator_matmul_section(results))
     sections += [
@@ -688,26 +859,31 @@ README_START = "<!-- benchmarks:start -->"
 README_END = "<!-- benchmarks:end -->"
 
 
-def update_readme(path, markdown):
-    """Replace the text between a README's benchmark markers with `markdown`.
+def update_readme(path, markdown, stem="benchmarks"):
+    """Replace the text between a README's `<!-- {stem}:start -->` and
+    `<!-- {stem}:end -->` markers with `markdown`.
+
+    `stem` is the results' file name (`run.output_stem`): the TensorFlow
+    and JAX tables and the PyTorch ones each have their markers.
 
     The report's own "## Benchmarks" title is left out: the README gives the
     section its title (benchmarks/README.md, "Latest results").
     """
     with open(path, encoding="utf-8") as file:
         text = file.read()
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{path} has no {README_START} ... {README_END} markers")
+    start, end = f"<!-- {stem}:start -->", f"<!-- {stem}:end -->"
+    if start not in text or end not in text:
+        raise ValueError(f"{path} has no {start} ... {end} markers")
     body = (
         markdown.split("\n", 1)[1].strip() if markdown.startswith("## ") else markdown
     )
     body = body.replace("\n### ", "\n#### ")  # One level below README's section.
     if body.startswith("### "):
         body = "#" + body
-    head, rest = text.split(README_START, 1)
-    tail = rest.split(README_END, 1)[1]
+    head, rest = text.split(start, 1)
+    tail = rest.split(end, 1)[1]
     with open(path, "w", encoding="utf-8") as file:
-        file.write(f"{head}{README_START}\n{body}\n{README_END}{tail}")
+        file.write(f"{head}{start}\n{body}\n{end}{tail}")
 
 
 def main(argv=None):
@@ -717,10 +893,11 @@ def main(argv=None):
     parser.add_argument("--readme", help="also update this file between its markers")
     args = parser.parse_args(argv)
     with open(args.results, encoding="utf-8") as file:
-        markdown = render(json.load(file))
+        results = json.load(file)
+    markdown = render(results)
     print(markdown)
     if args.readme:
-        update_readme(args.readme, markdown)
+        update_readme(args.readme, markdown, results.get("stem", "benchmarks"))
     return 0
 
 

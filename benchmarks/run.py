@@ -48,7 +48,7 @@ TORCH = "torch.nn.Transformer"
 QUICK = [
     "--decoding-config", "tiny", "--repeats", "1",
     "--batch-sizes", "1", "2", "--new-tokens", "4", "--min-seconds", "0",
-    "--matmul-sizes", "64", "--xla", "off",
+    "--matmul-sizes", "64", "--xla", "off", "--positions", "2", "6",
 ]  # fmt: skip
 
 
@@ -130,7 +130,11 @@ def merge_decoding(runs):
     for batch, rows in runs[0].items():
         merged[batch] = {}
         for key, first in rows.items():
-            found = [run[batch][key] for run in runs if key in run.get(batch, {})]
+            found = [run[batch].get(key, {}) for run in runs]
+            found = [row for row in found if "ms" in row]
+            if "ms" not in first or not found:
+                merged[batch][key] = first  # It failed: `{"failed": ...}`.
+                continue
             ms = statistics.median(row["ms"] for row in found)
             merged[batch][key] = {
                 "ms": ms,
@@ -194,6 +198,25 @@ def _split_configs(args):
     return shared, isolated
 
 
+def _isolated_for(args, backend, isolated):
+    """The isolated configurations `backend` trains.
+
+    On PyTorch only those named by `--configs`: Keras runs it eagerly, and
+    `base` there takes many minutes a process while the `small` rows
+    already compare the same code paths.
+    """
+    return isolated if backend != "torch" or args.configs else []
+
+
+def output_stem(backends):
+    """The results' file name: `torch` for a run of that backend alone.
+
+    Its tables then sit beside the TensorFlow and JAX ones
+    (`benchmarks.md`) instead of replacing them.
+    """
+    return "torch" if list(backends) == ["torch"] else "benchmarks"
+
+
 def _worker_args(args, configs, stages=None):
     worker_args = QUICK if args.quick else []
     worker_args = worker_args + ["--stages", stages or args.stages]
@@ -207,10 +230,11 @@ def _worker_args(args, configs, stages=None):
     return worker_args
 
 
-def run_isolated(args, backend, name, directory, torch_too):
+def run_isolated(args, backend, name, directory, torch_too, on_rows=None):
     """Training rows of `name`, each implementation in a process of its own.
 
-    PyTorch's process leaves the GPU's memory to PyTorch: JAX, imported
+    `on_rows(rows)`, where given, receives the rows so far after each
+    process. PyTorch's process leaves the GPU's memory to PyTorch: JAX, imported
     there with Keras, would otherwise reserve most of it on first use.
     """
     rows = {}
@@ -229,6 +253,8 @@ def run_isolated(args, backend, name, directory, torch_too):
         env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if with_torch else None
         result = run_worker(backend, worker_args, directory, env=env)
         rows.update(result["training"][name])
+        if on_rows:
+            on_rows(dict(rows))
     return rows
 
 
@@ -323,12 +349,34 @@ def run_accelerator(args, argv, accelerator):
         "backend": "jax",
         "training": {},
     }
+    jobs = accelerator_jobs(args)
+
+    def write(done):
+        # After every process, so that a run cut short (a time limit on the
+        # GPU machine) leaves the tables of what it finished.
+        results["wall_seconds"] = time.perf_counter() - began
+        results["complete"] = done == len(jobs)
+        _write_results(
+            args.output_dir,
+            "accelerator",
+            results,
+            report.render_accelerator,
+            echo=results["complete"],
+        )
+
     with tempfile.TemporaryDirectory() as directory:
-        for stage, name, worker_args in accelerator_jobs(args):
+        for done, (stage, name, worker_args) in enumerate(jobs, 1):
             print(f"== accelerator: {stage} {name or ''}", file=sys.stderr, flush=True)
             if stage == "training":
-                rows = run_isolated(args, "jax", name, directory, args.torch)
-                results["training"][name] = rows
+
+                def keep(rows, name=name, done=done):
+                    results["training"][name] = rows
+                    write(done - 1)
+
+                results["training"][name] = run_isolated(
+                    args, "jax", name, directory, args.torch, on_rows=keep
+                )
+                write(done)
                 continue
             worker = run_worker("jax", worker_args, directory)
             results.setdefault("versions", {}).update(worker["versions"])
@@ -340,10 +388,8 @@ def run_accelerator(args, argv, accelerator):
                 results["decoding_agrees"] = worker["decoding_agrees"]
                 results["new_tokens"] = worker["new_tokens"]
                 results["decoding_config"] = name
-    results["wall_seconds"] = time.perf_counter() - began
-    return _write_results(
-        args.output_dir, "accelerator", results, report.render_accelerator
-    )
+            write(done)
+    return 0
 
 
 def main(argv=None):
@@ -353,7 +399,9 @@ def main(argv=None):
         "--backends", nargs="+", default=None, help="default: tensorflow jax"
     )
     parser.add_argument("--configs", nargs="+", default=None, help="small base")
-    parser.add_argument("--stages", default="matmul,training,decoding,serving")
+    parser.add_argument(
+        "--stages", default="matmul,training,decoding,positions,serving"
+    )
     parser.add_argument(
         "--output-dir", default=os.path.join(ROOT, "benchmarks", "results")
     )
@@ -442,7 +490,7 @@ def main(argv=None):
             if not args.in_process:
                 run_decoding_again(args, backend, shared, directory, worker)
             # PyTorch does not depend on the Keras backend: alone, it runs once.
-            for name in isolated:
+            for name in _isolated_for(args, backend, isolated):
                 rows = run_isolated(
                     args,
                     backend,
@@ -462,19 +510,23 @@ def main(argv=None):
             results["memory"].append(run_memory(args.backends[0], TORCH, config))
     results["load"]["end"] = timing.load_average()
     results["wall_seconds"] = time.perf_counter() - began
+    results["stem"] = output_stem(args.backends)
+    return _write_results(args.output_dir, results["stem"], results, report.render)
 
-    return _write_results(args.output_dir, "benchmarks", results, report.render)
 
+def _write_results(output_dir, stem, results, render, echo=True):
+    """Writes `<stem>.json` and the tables `<stem>.md`; 0.
 
-def _write_results(output_dir, stem, results, render):
-    """Writes `<stem>.json` and the tables `<stem>.md`, prints the tables; 0."""
+    With `echo`, the tables are printed too.
+    """
     os.makedirs(output_dir, exist_ok=True)
     with open(os.path.join(output_dir, f"{stem}.json"), "w") as file:
         json.dump(results, file, indent=1)
     text = render(results)
     with open(os.path.join(output_dir, f"{stem}.md"), "w") as file:
         file.write(text)
-    print(text)
+    if echo:
+        print(text)
     return 0
 
 

@@ -8,6 +8,7 @@ the median of the repetitions discards the worst of them.
 
 import math
 import os
+import re
 import statistics
 import time
 
@@ -20,6 +21,25 @@ def load_average():
         return round(os.getloadavg()[0], 2)
     except OSError:
         return None
+
+
+def first_call_fails(fn):
+    """Call `fn` once; None if it returns, else its error in one line.
+
+    A peer that cannot run on a backend (an op the backend lacks) is then
+    reported by what failed instead of ending the run.
+    """
+    try:
+        fn()
+    except Exception as error:  # noqa: BLE001  Any failure is the finding.
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))  # Keras' bold markers.
+        lines = [
+            line.strip()
+            for line in text.splitlines()
+            if line.strip() and not line.startswith("Exception encountered")
+        ]
+        return f"{type(error).__name__}: {lines[0] if lines else ''}"[:240]
+    return None
 
 
 def interleaved(candidates, repeats, warmup=1, min_seconds=0.0):

@@ -139,13 +139,29 @@ def measure(
 
     On TensorFlow each Keras implementation runs with XLA on and off
     (`xla="both"`; the peers get whichever helps them), or as `xla` says
-    (`"on"`, `"off"`); on JAX everything is jitted.
+    (`"on"`, `"off"`); on JAX everything is jitted; on PyTorch every
+    Keras model runs eagerly, as Keras runs PyTorch by default
+    (`jit_compile=True` there is `torch.compile`, which recompiled Keras'
+    layer hooks past its limit on every step).
+
+    An implementation whose first step raises is not timed: its row is
+    `{"implementation": ..., "failed": "Error: message"}`.
     """
     backend = keras.backend.backend()
     xla_modes = {"both": (True, False), "on": (True,), "off": (False,)}[xla]
-    if backend != "tensorflow":
+    if backend == "jax":
         xla_modes = (True,)
-    found = candidates(config, implementations, xla_modes, with_torch)
+    elif backend == "torch":
+        xla_modes = (False,)
+    found, failed = {}, {}
+    for label, entry in candidates(
+        config, implementations, xla_modes, with_torch
+    ).items():
+        message = timing.first_call_fails(entry[3])  # The warm-up call.
+        if message:
+            failed[label] = {"implementation": entry[0], "failed": message}
+        else:
+            found[label] = entry
     losses = {}
 
     def keeping_loss(label, train):
@@ -157,7 +173,7 @@ def measure(
     medians = timing.interleaved(
         {label: keeping_loss(label, entry[3]) for label, entry in found.items()},
         repeats,
-        warmup=1,
+        warmup=0,
     )
     tokens = config_lib.target_tokens_per_step(config) * config["steps"]
     rows = {}
@@ -179,6 +195,7 @@ def measure(
             "loss_is_nan": math.isnan(losses[label]),
             "policy": config.get("policy", "float32"),
         }
+    rows.update(failed)
     return rows
 
 

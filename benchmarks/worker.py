@@ -46,11 +46,11 @@ def _versions(with_torch):
         import tensorflow as tf  # Backend-specific: this worker may run JAX.
 
         versions["tensorflow"] = tf.__version__
-    else:
+    elif keras.backend.backend() == "jax":
         import jax  # Backend-specific: this worker may run TensorFlow.
 
         versions["jax"] = jax.__version__
-    if with_torch:
+    if with_torch or keras.backend.backend() == "torch":
         import torch  # Optional: benchmarks/requirements.txt.
 
         versions["torch"] = torch.__version__
@@ -65,6 +65,10 @@ def _device(with_torch):
 
         device = jax.devices()[0]
         devices["jax"] = f"{device.platform}: {device.device_kind}"
+    elif keras.backend.backend() == "torch":
+        from keras.src.backend.torch.core import get_device  # Keras' own choice.
+
+        devices["keras on torch"] = str(get_device())
     else:
         import tensorflow as tf  # Backend-specific: this worker may run JAX.
 
@@ -139,6 +143,20 @@ def run(args):
             for batch, rows in decoded.items()
         }
         result["seconds"]["decoding"] = time.perf_counter() - stage_began
+    # The time per token early and late in a translation: on PyTorch the
+    # cache is a tensor written step by step outside any compiler (XLA
+    # updates its loop's buffers in place by itself).
+    if "positions" in stages and backend == "torch":
+        _log(f"decoding positions, {args.decoding_config}")
+        stage_began = time.perf_counter()
+        result["positions"] = decoding.measure_positions(
+            config,
+            max(args.repeats, 9),
+            batch_sizes=tuple(args.batch_sizes),
+            positions=tuple(args.positions),
+            min_seconds=args.min_seconds,
+        )
+        result["seconds"]["positions"] = time.perf_counter() - stage_began
     if "serving" in stages and backend == "tensorflow":
         _log("serving")
         stage_began = time.perf_counter()
@@ -165,6 +183,13 @@ def build_parser():
     parser.add_argument("--new-tokens", type=int, default=decoding.NEW_TOKENS)
     parser.add_argument("--min-seconds", type=float, default=0.3)
     parser.add_argument(
+        "--positions",
+        type=int,
+        nargs=2,
+        default=list(decoding.POSITIONS),
+        help="PyTorch: the early and late position whose step is timed",
+    )
+    parser.add_argument(
         "--matmul-sizes", type=int, nargs="+", default=[512, 1024, 2048]
     )
     parser.add_argument(
@@ -185,7 +210,9 @@ def build_parser():
         default=[training.OURS, *training.KERAS_PEERS],
         help="the Keras implementations to train",
     )
-    parser.add_argument("--stages", default="matmul,training,decoding,serving")
+    parser.add_argument(
+        "--stages", default="matmul,training,decoding,positions,serving"
+    )
     parser.add_argument("--torch", action=argparse.BooleanOptionalAction, default=True)
     return parser
 

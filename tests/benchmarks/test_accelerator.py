@@ -140,7 +140,7 @@ def _fake_worker(stage_args):
     }
 
 
-def _fake_isolated(args, backend, name, directory, torch_too):
+def _fake_isolated(args, backend, name, directory, torch_too, on_rows=None):
     policy = "mixed_bfloat16" if "bf16" in name else "float32"
     rows = {
         "keras-seq": _row("keras-seq", 30.0, 300e12, policy=policy),
@@ -194,3 +194,45 @@ def test_a_gpu_run_writes_its_tables_beside_the_cpu_ones(monkeypatch, tmp_path):
         "| 0.80x | **NaN** |" in text
     )
     assert "Cached greedy tokens equal recomputed ones: yes." in text
+
+
+def test_a_gpu_run_cut_short_leaves_the_tables_of_what_it_finished(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setattr(run, "find_accelerator", lambda: "1 x Fake GPU (gpu)")
+    monkeypatch.setattr(run, "_torch_available", lambda: True)
+    seen = []
+
+    def worker(backend, worker_args, *args, **kwargs):
+        if "decoding" in worker_args:
+            # What the machine's time limit does to the last process.
+            seen.append(json.loads((tmp_path / "accelerator.json").read_text()))
+            raise KeyboardInterrupt
+        return _fake_worker(worker_args)
+
+    def isolated(args, backend, name, directory, torch_too, on_rows=None):
+        rows = _fake_isolated(args, backend, name, directory, torch_too)
+        first = dict(list(rows.items())[:1])
+        on_rows(first)  # After the first implementation's process.
+        seen.append(json.loads((tmp_path / "accelerator.json").read_text()))
+        on_rows(rows)
+        return rows
+
+    monkeypatch.setattr(run, "run_worker", worker)
+    monkeypatch.setattr(run, "run_isolated", isolated)
+    with pytest.raises(KeyboardInterrupt):
+        run.main(["--accelerator", "--output-dir", str(tmp_path)])
+    # Mid-way through the first training configuration: the matmul rates
+    # and that configuration's first row are already on disk.
+    assert list(seen[0]["training"]["base-256x64-bf16"]) == ["keras-seq"]
+    assert "bfloat16" in seen[0]["matmul"] and seen[0]["complete"] is False
+    results = json.loads((tmp_path / "accelerator.json").read_text())
+    assert results == seen[-1]
+    assert set(results["training"]) == {"base-256x64-bf16", "base-64x32"}
+    assert "decoding" not in results and results["complete"] is False
+    text = (tmp_path / "accelerator.md").read_text()
+    assert text == report.render_accelerator(results)
+    assert "**Partial**" in text
+    assert "| keras-seq | jit | 30.00 | 30.00 | 33,333 | 300.0 | 37.5% | 1.33x |" in (
+        text
+    )
