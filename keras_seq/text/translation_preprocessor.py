@@ -161,6 +161,10 @@ class TranslationPreprocessor:
         self.target_tokenizer = target_tokenizer
         self.max_length = max_length
         self.bucket_boundaries = _check_boundaries(bucket_boundaries, max_length)
+        # Traced once: eagerly, keras-hub tokenizes on a slower Python path.
+        self._tokenize_sources = tf.function(
+            self.tokenize_source, input_signature=[tf.TensorSpec([None], tf.string)]
+        )
 
     @property
     def length_limit(self):
@@ -233,7 +237,8 @@ class TranslationPreprocessor:
         """
         texts = _check_texts(texts)
         batch_size = _check_size(batch_size, "batch_size")
-        lengths, ids = tokenize_all(texts, self.tokenize_source)
+        ids = self._tokenize_sources(tf.constant(texts, tf.string))
+        lengths = ids.row_lengths().numpy()
         self._report(lengths)
         lengths = np.minimum(lengths, self.length_limit)
         order = np.argsort(lengths, kind="stable")

@@ -71,7 +71,8 @@ def test_page_shows_greedy_and_beam_translations_with_scores(browser, server, tm
             t.get_attribute("data-signature"): t
             for t in block.find_elements(By.CLASS_NAME, "signature")
         }
-        assert set(tables) == {"serving_default", "beam_search"}
+        # `tokenize` shows the source ids and whether the sentence was cut.
+        assert set(tables) == {"serving_default", "beam_search", "tokenize"}
         shown = tables["serving_default"].find_element(By.CLASS_NAME, "output")
         assert shown.text == translation.strip()
         rows = tables["beam_search"].find_elements(By.CLASS_NAME, "hypothesis")
