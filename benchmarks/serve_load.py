@@ -171,7 +171,7 @@ def in_process(saved_model, model_dir, sentences, beam_width, warm_up):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the tokenizer's ops)
 
-    from zoo.cli.serving import latest_version
+    from zoo.recipes.saved_model import latest_version
 
     loaded = tf.saved_model.load(latest_version(saved_model))
     rows = {}

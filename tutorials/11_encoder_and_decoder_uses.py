@@ -125,19 +125,19 @@ started = time.perf_counter()
 sentiment = tasks.train_classifier(
     reviews, os.path.join(RUNS, "classifier"), seed=SEED, verbose=2, **CLASSIFIER
 )
-classifier, review_tokenizer = sentiment["model"], sentiment["tokenizer"]
+classifier, review_tokenizer = sentiment.model, sentiment.tokenizer
 positive_share = np.mean([label for _, label in reviews.test])
 majority = max(positive_share, 1 - positive_share)
 print(
-    f"{len(sentiment['history']['loss'])} epochs in "
+    f"{len(sentiment.history['loss'])} epochs in "
     f"{(time.perf_counter() - started) / 60:.1f} minutes; "
-    f"test accuracy {sentiment['test_accuracy']:.1%} "
+    f"test accuracy {sentiment.test_accuracy:.1%} "
     f"({classifier.count_params():,} parameters); "
     f"always answering the majority class gives {majority:.1%}"
 )
-assert len(sentiment["history"]["loss"]) == CLASSIFIER["epochs"]
+assert len(sentiment.history["loss"]) == CLASSIFIER["epochs"]
 if not QUICK:  # the closing note reads this comparison
-    assert sentiment["test_accuracy"] > majority + 0.2
+    assert sentiment.test_accuracy > majority + 0.2
 
 # %%
 own_sentences = [
@@ -147,7 +147,7 @@ own_sentences = [
     "I laughed from start to finish.",
 ]
 probabilities = tasks.classify_texts(
-    classifier, review_tokenizer, own_sentences, sentiment["max_length"]
+    classifier, review_tokenizer, own_sentences, sentiment.max_length
 )
 show_table(
     ["sentence", "P(positive)"],
@@ -183,15 +183,15 @@ filler = tasks.train_masked_language_model(
     verbose=2,
     **MASKED_LM,
 )
-masked_lm, mlm_tokenizer = filler["model"], filler["tokenizer"]
+masked_lm, mlm_tokenizer = filler.model, filler.tokenizer
 mlm_vocabulary = mlm_tokenizer.get_vocabulary()
 print(
-    f"{len(mlm_train):,} training sentences, {len(filler['history']['loss'])} "
+    f"{len(mlm_train):,} training sentences, {len(filler.history['loss'])} "
     f"epochs in {(time.perf_counter() - started) / 60:.1f} minutes; "
     f"validation masked-token accuracy "
-    f"{filler['validation_masked_accuracy']:.1%}"
+    f"{filler.validation_masked_accuracy:.1%}"
 )
-assert len(filler["history"]["loss"]) == MASKED_LM["epochs"]
+assert len(filler.history["loss"]) == MASKED_LM["epochs"]
 
 # %% [markdown]
 # To ask for a fill-in, we tokenize a sentence, replace the token of one
@@ -558,7 +558,7 @@ def neighbour_agreement(vectors):
 pooled = keras.Model(classifier.input, classifier.get_layer("pooling").output)
 review_rows = tokenize_to_lists(review_tokenizer, collection)
 classifier_vectors = keras.ops.convert_to_numpy(
-    pooled(pad(review_rows, sentiment["max_length"]))
+    pooled(pad(review_rows, sentiment.max_length))
 )
 p = collection_labels.mean()
 agreement = {
@@ -579,14 +579,14 @@ if not QUICK:  # the sentences around this table read these numbers
     assert abs(agreement["sentiment classifier's pooled vectors"] - 0.7) < 0.08
 
 # %%
-history = sentiment["history"]
+history = sentiment.history
 epochs = np.arange(1, len(history["accuracy"]) + 1)
 kept = int(np.argmax(history["val_accuracy"])) + 1
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
 left.plot(epochs, history["accuracy"], "-o", label="training")
 left.plot(epochs, history["val_accuracy"], "-s", label="validation")
 left.plot(
-    [kept], [sentiment["test_accuracy"]], "k*", markersize=12, label="test (kept epoch)"
+    [kept], [sentiment.test_accuracy], "k*", markersize=12, label="test (kept epoch)"
 )
 left.axhline(majority, color="gray", linestyle="--", label="majority class")
 left.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
@@ -647,16 +647,16 @@ poet = tasks.train_language_model(
     verbose=2,
     **LANGUAGE_MODEL,
 )
-language_model, lm_tokenizer = poet["model"], poet["tokenizer"]
+language_model, lm_tokenizer = poet.model, poet.tokenizer
 vocabulary_size = lm_tokenizer.vocabulary_size()
 print(
-    f"{len(subset.train):,} training lines, {len(poet['history']['loss'])} epochs "
+    f"{len(subset.train):,} training lines, {len(poet.history['loss'])} epochs "
     f"in {(time.perf_counter() - started) / 60:.1f} minutes; "
     f"perplexity per token: validation "
-    f"{poet['validation_perplexity']:.1f}, test {poet['test_perplexity']:.1f} "
+    f"{poet.validation_perplexity:.1f}, test {poet.test_perplexity:.1f} "
     f"(a uniform guess over the {vocabulary_size:,} tokens: {vocabulary_size:,})"
 )
-assert poet["test_perplexity"] < vocabulary_size
+assert poet.test_perplexity < vocabulary_size
 
 # %% [markdown]
 # Sampling continues a prompt token by token with the cached loop of
@@ -701,7 +701,7 @@ if not QUICK:  # the sentences below read these numbers
     for name in list(settings)[1:]:  # no sampled line comes back three times
         sampled = continuations[name].split(" / ")
         assert max(sampled.count(line) for line in sampled) < 3
-    assert 80 < poet["test_perplexity"] < 125 and vocabulary_size == 3056
+    assert 80 < poet.test_perplexity < 125 and vocabulary_size == 3056
 
 # %% [markdown]
 # Greedy decoding, always taking the most likely token, soon falls into a

@@ -92,12 +92,14 @@ def classifier():
 @pytest.fixture(scope="session")
 def translator_dir(tmp_path_factory, translator):
     """A translator directory as `keras-seq train translator` leaves it."""
-    from zoo.recipes import model_dir
+    from zoo.recipes import run_dir
 
     root = tmp_path_factory.mktemp("translator_dir")
     text.save_vocabulary(VOCABULARY, root / "source_vocabulary.txt")
     text.save_vocabulary(VOCABULARY, root / "target_vocabulary.txt")
-    model_dir.save_model_dir(str(root), "translator", translator, {"data": "tiny"})
+    run_dir.save(
+        str(root), "translator", translator, {"data": "tiny"}, ("source", "target")
+    )
     return root
 
 

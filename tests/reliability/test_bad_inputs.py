@@ -22,7 +22,7 @@ from keras_seq.data import CorpusNotFoundError, load_trans_de_en, load_tsv_pairs
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.schedules import InverseSquareRootWarmup
 from tests.reliability.conftest import VOCABULARY, requires_tensorflow, run_cli
-from zoo.recipes import model_dir
+from zoo.recipes import model_dir, run_dir
 
 pytestmark = requires_tensorflow()
 
@@ -524,7 +524,7 @@ def cli_paths(ctx, lambda_model_file, served_classifier):
     mlm_dir.mkdir()
     text.save_vocabulary(VOCABULARY, mlm_dir / "vocabulary.txt")
     mlm = zoo.build_masked_language_model("tiny", vocabulary_size=V)
-    model_dir.save_model_dir(str(mlm_dir), "masked-language-model", mlm, {})
+    run_dir.save(str(mlm_dir), "masked-language-model", mlm, {}, ("text",))
     corrupt = root / "corrupt_export" / "1"
     corrupt.mkdir(parents=True)
     (corrupt / "saved_model.pb").write_bytes(b"not a protocol buffer")

@@ -74,3 +74,76 @@ def language_model_run(tmp_path_factory):
         process.out, process.err = process.communicate(timeout=600)
     processes.sort(key=lambda p: p.returncode)
     return out, data, processes
+
+
+def run_cli(*args, timeout=600, backend="tensorflow", **options):
+    """`keras-seq ARGS` in a fresh process, its output captured as text."""
+    return subprocess.run(
+        cli_command(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(backend),
+        **options,
+    )
+
+
+def write_labels(path):
+    """100 `text<TAB>label` lines of two classes."""
+    german = ["ich", "du", "er", "sie", "wir"]
+    rows = [
+        f"{w} is {'good' if i % 2 else 'bad'}\t{i % 2}"
+        for i, w in enumerate(german * 20)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def translator_run(tmp_path_factory):
+    """A tiny translator trained by `keras-seq train` for 2 epochs with the
+    low-resource recipe and `--average-epochs 2`; shared by the tests of
+    `train`, `translate`, `evaluate` and `export`.
+
+    Returns:
+        `(output_dir, data, the finished train process)`.
+    """
+    root = tmp_path_factory.mktemp("translator")
+    data = write_pairs(root / "pairs.tsv")
+    out = root / "translator"
+    result = run_cli(
+        "train", "translator", "--data", data, "--preset", "tiny",
+        "--epochs", "2", "--average-epochs", "2", "--output-dir", out,
+        "--recipe", "low-resource",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out, data, result
+
+
+_WRITERS = {
+    "rnn-translator": write_pairs,
+    "classifier": write_labels,
+    "masked-language-model": write_lines,
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory):
+    """`tiny_runs(family)`: a tiny run of `family` trained for 1 epoch by
+    `keras-seq train`, once per session: `(output_dir, train process)`."""
+    made = {}
+
+    def make(family):
+        if family not in made:
+            root = tmp_path_factory.mktemp(family)
+            data = _WRITERS[family](root / "data.txt")
+            out = root / family
+            result = run_cli(
+                "train", family, "--data", data, "--preset", "tiny", "--epochs",
+                "1", "--output-dir", out,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr[-2000:]
+            made[family] = out, result
+        return made[family]
+
+    return make

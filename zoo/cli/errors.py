@@ -7,9 +7,7 @@ exits with status 1; any other exception is a bug and keeps its traceback.
 import contextlib
 import math
 
-
-class UsageError(Exception):
-    """An error in the command's arguments or data; its message is the fix."""
+from zoo.recipes.inputs import UsageError, reported_as_usage  # noqa: F401
 
 
 def check_at_least(value, flag, minimum=1):
@@ -68,20 +66,3 @@ def named_as_flags(**flags):
         for name, flag in flags.items():
             message = message.replace(f"`{name}`", flag)
         raise UsageError(message) from None
-
-
-@contextlib.contextmanager
-def reported_as_usage(*errors):
-    """Turns `errors` raised inside the block into a `UsageError`.
-
-    For the boundary where a user's file or argument is read by library
-    code that raises `ValueError` (a bad vocabulary, an export directory
-    already in use): there, such an error is about the input, not a bug.
-
-    Args:
-        *errors: exception classes to convert.
-    """
-    try:
-        yield
-    except errors as error:
-        raise UsageError(str(error)) from None

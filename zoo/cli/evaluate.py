@@ -2,10 +2,10 @@
 
 import json
 
+from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least
-from zoo.cli.families import FAMILIES
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import model_dir
+from zoo.recipes import families
 
 
 def add_parser(commands):
@@ -19,12 +19,7 @@ def add_parser(commands):
     parser.add_argument(
         "--data", default=None, help="the corpus (default: the training data)"
     )
-    parser.add_argument(
-        "--beam-width",
-        type=int,
-        default=model_dir.BEAM_WIDTH,
-        help="translators: beams of the search (1: greedy)",
-    )
+    train.add_beam_width_argument(parser, "translators: beams of the search")
     parser.set_defaults(run=run)
 
 
@@ -39,13 +34,14 @@ def run(args):
     """
     check_at_least(args.beam_width, "--beam-width")
     trained = load_model_dir(args.model_dir)
-    family = FAMILIES[trained.family]
-    if args.beam_width != model_dir.BEAM_WIDTH and not family.translates:
+    family = families.FAMILIES[trained.family]
+    if args.beam_width is not None and not family.translates:
         raise UsageError(
             "--beam-width applies to translator and rnn-translator; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
-    data = args.data or trained.run.get("data")
-    result = family.evaluate(trained, data, args)
-    print(json.dumps({k: round(v, 4) for k, v in result.items()}))
+    chosen = family.settings()
+    if args.beam_width is not None:
+        chosen = chosen.replace(beam_width=args.beam_width)
+    print(json.dumps(families.evaluate(trained, args.data, chosen)))
     return 0

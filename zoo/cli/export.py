@@ -1,12 +1,12 @@
 """`keras-seq export`: a trained model directory as a SavedModel for TF
 Serving."""
 
+from keras_seq.export import require_tensorflow
 from zoo.cli.errors import UsageError, check_at_least, reported_as_usage
-from zoo.cli.families import FAMILIES
 from zoo.cli.loading import load_model_dir
-from zoo.cli.run_dirs import check_writable
-
-SERVED = tuple(name for name, family in FAMILIES.items() if family.export)
+from zoo.recipes import families
+from zoo.recipes.families import SERVED
+from zoo.recipes.run_dir import check_writable
 
 
 def add_parser(commands):
@@ -33,11 +33,12 @@ def run(args):
     Returns:
         0, the exit status.
     """
+    with reported_as_usage(ValueError):
+        require_tensorflow()  # before the model is loaded
     check_at_least(args.version, "--version")
     check_writable(args.export_dir, "--export-dir")
     trained = load_model_dir(args.model_dir)
-    export = FAMILIES[trained.family].export
-    if export is None:
+    if trained.family not in SERVED:
         raise UsageError(
             f"`export` serves {', '.join(SERVED)} directories; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
@@ -45,7 +46,7 @@ def run(args):
     # The export refuses a version already written.
     with reported_as_usage(ValueError):
         try:
-            path = export(trained, args.export_dir, args.version)
+            path = families.export(trained, args.export_dir, args.version)
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path}")

@@ -3,6 +3,7 @@
 from zoo.cli.errors import named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
+from zoo.recipes.tasks import SAMPLE_TOP_K
 
 
 def add_parser(commands):
@@ -20,7 +21,9 @@ def add_parser(commands):
         help="the most tokens to add (at most the model's max_length - 1); "
         "None: as many as the model's max_length leaves",
     )
-    parser.add_argument("--top-k", type=int, default=20, help="of the sampler")
+    parser.add_argument(
+        "--top-k", type=int, default=SAMPLE_TOP_K, help="of the sampler"
+    )
     parser.add_argument(
         "--top-p", type=float, default=None, help="of the sampler, in (0, 1]"
     )

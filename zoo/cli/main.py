@@ -25,6 +25,17 @@ from zoo.cli import (
 from zoo.cli.errors import UsageError
 from zoo.recipes import runtime
 
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each flag's default, except None: such a flag takes its value
+    from the recipe's settings, which its help names."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 COMMANDS = (
     demo,
     train,
@@ -55,7 +66,7 @@ def build_parser():
     for command in COMMANDS:
         command.add_parser(commands)
     for subparser in commands.choices.values():
-        subparser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+        subparser.formatter_class = _HelpFormatter
     return parser
 
 

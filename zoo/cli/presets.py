@@ -1,6 +1,6 @@
 """`keras-seq presets`: each family's presets, their sizes and settings."""
 
-from zoo.cli.families import FAMILIES
+from zoo.recipes.families import FAMILIES
 
 
 def add_parser(commands):

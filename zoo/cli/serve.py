@@ -5,7 +5,7 @@ import sys
 
 from zoo import serving
 from zoo.cli.errors import UsageError
-from zoo.cli.serving import latest_version
+from zoo.recipes.saved_model import latest_version
 
 
 def add_parser(commands):

@@ -1,22 +1,15 @@
 """`keras-seq train FAMILY`: train one model family and write its directory."""
 
 import argparse
+import dataclasses
 import json
 import math
 import os
-import sys
 
 from keras_seq.text import RESERVED_TOKENS
-from zoo.cli import corpora, run_dirs
-from zoo.cli.errors import (
-    UsageError,
-    check_above_zero,
-    check_at_least,
-    check_preset,
-    reported_as_usage,
-)
-from zoo.cli.families import FAMILIES
-from zoo.recipes import model_dir, runtime, translation
+from zoo.cli.errors import UsageError, check_above_zero, check_at_least, check_preset
+from zoo.recipes import corpora, families, runtime, settings
+from zoo.recipes.families import FAMILIES
 
 # A vocabulary holds the reserved tokens ([PAD], [UNK], ...) and one more at least.
 RESERVED = len(RESERVED_TOKENS)
@@ -40,19 +33,15 @@ def add_parser(commands):
             "classifier, one text per line for language models"
         ),
     )
-    parser.add_argument(
-        "--preset", default="small", help="see `keras-seq presets FAMILY`"
-    )
-    parser.add_argument("--epochs", type=int, default=10, help="the most epochs")
-    parser.add_argument(
-        "--minutes", type=float, default=None, help="training time budget"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="of every random draw")
+    add_settings_arguments(parser, settings.TrainingSettings())
     parser.add_argument(
         "--vocabulary-size",
         type=int,
-        default=8000,
-        help="the most WordPiece tokens of each vocabulary",
+        default=None,
+        help=_default(
+            "the most WordPiece tokens of each vocabulary",
+            settings.TrainingSettings.vocabulary_size,
+        ),
     )
     parser.add_argument(
         "--output-dir", default=None, help="the model directory (runs/FAMILY)"
@@ -70,30 +59,22 @@ def add_parser(commands):
         ),
     )
     add_overwrite_argument(parser)
-    parser.add_argument(
-        "--beam-width",
-        type=int,
-        default=model_dir.BEAM_WIDTH,
-        help="translators: beams of the test translations (1: greedy)",
-    )
-    parser.add_argument(
-        "--average-epochs",
-        type=int,
-        default=None,
-        help=(
-            "translators: end with the mean weights of the last N epochs; "
-            "None: the recipe's (1, or 5 for low-resource)"
+    add_beam_width_argument(parser, "translators: beams of the test translations")
+    add_average_epochs_argument(
+        parser,
+        "translators: ",
+        " or ".join(
+            f"{s.average_last_epochs} ({name})"
+            for name, s in settings.TRANSLATOR_RECIPES.items()
         ),
     )
     parser.add_argument(
         "--recipe",
-        choices=tuple(translation.RECIPES),
-        default="default",
+        choices=tuple(settings.TRANSLATOR_RECIPES),
+        default=settings.TranslatorSettings.recipe,
         help=(
             "translators: low-resource trains with "
-            + ", ".join(
-                f"{k}={v}" for k, v in translation.RECIPES["low-resource"].items()
-            )
+            + settings.described(settings.LOW_RESOURCE)
             + " (see docs/training.md)"
         ),
     )
@@ -105,6 +86,61 @@ def add_parser(commands):
     )
     _add_runtime_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def _default(words, value):
+    """A help text naming the default that a flag left out (None) takes."""
+    return f"{words} (default: {value})"
+
+
+def add_settings_arguments(parser, defaults):
+    """`--preset`, `--epochs`, `--minutes` and `--seed`, which `train` and
+    `demo` share; each defaults to None, which keeps `defaults`' value."""
+    parser.add_argument(
+        "--preset",
+        default=None,
+        help=_default("see `keras-seq presets FAMILY`", defaults.preset),
+    )
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=_default("the most epochs", defaults.epochs),
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help=_default("training time budget", defaults.minutes),
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=_default("of every random draw", defaults.seed),
+    )
+
+
+def add_beam_width_argument(parser, words):
+    """`--beam-width`, whose default is the translator recipe's."""
+    parser.add_argument(
+        "--beam-width",
+        type=int,
+        default=None,
+        help=_default(words + " (1: greedy)", settings.TranslatorSettings.beam_width),
+    )
+
+
+def add_average_epochs_argument(parser, words, default):
+    """`--average-epochs`, whose default is the recipe's."""
+    parser.add_argument(
+        "--average-epochs",
+        type=int,
+        default=None,
+        help=_default(
+            words + "end with the mean weights of the last N epochs", default
+        ),
+    )
 
 
 def add_overwrite_argument(parser):
@@ -146,7 +182,7 @@ def _add_runtime_arguments(parser):
     )
 
 
-def check_common(args, presets):
+def check_common(args, presets, defaults):
     """Refuses flags shared by `train` and `demo` that no recipe can use.
 
     Raises:
@@ -156,7 +192,26 @@ def check_common(args, presets):
     check_at_least(args.epochs, "--epochs")
     check_at_least(args.seed, "--seed", minimum=0)
     check_above_zero(args.minutes, "--minutes")
-    check_preset(args.preset, presets)
+    check_at_least(args.beam_width, "--beam-width")
+    check_preset(args.preset or defaults.preset, presets)
+
+
+def chosen_settings(args, defaults, overrides):
+    """`defaults` with the flags given (a flag left out, None, keeps the
+    default's value) and `--set`'s builder arguments over the recipe's."""
+    flags = {
+        "preset": "preset", "epochs": "epochs", "minutes": "minutes",
+        "seed": "seed", "vocabulary_size": "vocabulary_size",
+        "average_last_epochs": "average_epochs", "beam_width": "beam_width",
+        "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
+    }  # fmt: skip
+    fields = {f.name for f in dataclasses.fields(defaults)}
+    given = {
+        name: getattr(args, flag)
+        for name, flag in flags.items()
+        if name in fields and getattr(args, flag, None) is not None
+    }
+    return defaults.replace(**given, overrides=overrides)
 
 
 def parse_overrides(pairs, config, flag="--set"):
@@ -211,7 +266,13 @@ def _check_builds(family, args):
 
 def _check(args):
     family = FAMILIES[args.family]
-    check_common(args, family.presets)
+    defaults = (
+        settings.TRANSLATOR_RECIPES[args.recipe]
+        if family.translates
+        else family.settings()
+    )
+    check_common(args, family.presets, defaults)
+    args.preset = args.preset or defaults.preset
     config = family.presets[args.preset]["config"]
     args.overrides = parse_overrides(args.overrides, config)
     # A multi-worker strategy must be made before TensorFlow runs an op, so
@@ -219,22 +280,16 @@ def _check(args):
     if args.overrides and args.strategy == "none":
         _check_builds(family, args)
     check_at_least(args.vocabulary_size, "--vocabulary-size", RESERVED + 1)
-    check_at_least(args.beam_width, "--beam-width")
-    if args.beam_width != model_dir.BEAM_WIDTH and not family.translates:
-        raise UsageError(
-            "--beam-width applies to translator and rnn-translator; "
-            f"received {args.beam_width} for {args.family}"
-        )
-    if args.recipe != "default" and not family.translates:
-        raise UsageError(
-            "--recipe applies to translator and rnn-translator; "
-            f"received {args.recipe} for {args.family}"
-        )
-    if args.average_epochs not in (None, 1) and not family.translates:
-        raise UsageError(
-            "--average-epochs applies to translator and rnn-translator; "
-            f"received {args.average_epochs} for {args.family}"
-        )
+    for flag, value, unset in (
+        ("--beam-width", args.beam_width, (None,)),
+        ("--recipe", args.recipe, (settings.TranslatorSettings.recipe,)),
+        ("--average-epochs", args.average_epochs, (None, 1)),
+    ):
+        if value not in unset and not family.translates:
+            raise UsageError(
+                f"{flag} applies to translator and rnn-translator; "
+                f"received {value} for {args.family}"
+            )
     if args.variants and (
         not family.translates or not corpora.is_trans_de_en(args.data)
     ):
@@ -242,117 +297,26 @@ def _check(args):
             "--variants applies to translators on the trans-de-en dictionary; "
             f"received {args.family} on {args.data or 'its default corpus'}"
         )
-
-
-def _runtime(args):
-    """Applies `--strategy`, `--deterministic` and `--precision`.
-
-    Returns:
-        The `tf.distribute` strategy, or None.
-    """
-    # A strategy the backend cannot run (mirrored on JAX) is the user's to fix.
-    with reported_as_usage(ValueError):
-        strategy = runtime.make_strategy(args.strategy)  # before any other op
-    if args.deterministic:
-        runtime.make_deterministic(args.seed)
-    runtime.set_precision(args.precision)
-    return strategy
-
-
-def settings(args, names):
-    """What makes two runs the same run: the command and the flags `names`.
-
-    A resumed run must agree on these; `--epochs` and `--minutes` may
-    change between an interruption and its resumption.
-    """
-    return {"command": args.command, **{name: getattr(args, name) for name in names}}
-
-
-SETTINGS = (
-    "family", "data", "preset", "seed", "vocabulary_size", "average_epochs",
-    "variants", "precision", "recipe",
-)  # fmt: skip
-
-
-def announce_resume(output_dir, resumed, epochs):
-    """Says that training picks up an interrupted run, and where.
-
-    Raises:
-        UsageError: when the interrupted run already finished `epochs`.
-    """
-    if resumed >= epochs:
-        raise UsageError(
-            f"--epochs {epochs}: the interrupted run in {output_dir} already "
-            f"finished {resumed} epochs; pass a larger --epochs to go on."
-        )
-    if resumed:
-        print(
-            f"resuming the interrupted run in {output_dir} after epoch "
-            f"{resumed} (of at most {epochs})",
-            flush=True,
-        )
+    return chosen_settings(args, defaults, args.overrides)
 
 
 def run(args):
-    """Trains `args.family` on `--data` and writes its model directory.
-
-    Every flag and the data are checked, and the output directory claimed
-    (`zoo.cli.run_dirs.claim`), before anything is written; no other run
-    may use the directory until this one ends.
+    """Trains `args.family` on `--data` and writes its run directory
+    (`zoo.recipes.families.train`).
 
     Returns:
         0, the exit status.
     """
-    _check(args)
-    family = FAMILIES[args.family]
-    corpus = family.corpus(args)
+    chosen = _check(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
-    run_settings = settings(args, SETTINGS)
-    if args.overrides:
-        # Only when given, so the backup of a run from before `--set` resumes.
-        run_settings["overrides"] = args.overrides
-    if family.translates:
-        # The recipe's values, not only its name: a backup made under other
-        # values (another version of keras-seq) must not be resumed by them.
-        run_settings["recipe_arguments"] = translation.RECIPES[args.recipe]
-    resumed = run_dirs.claim(output_dir, run_settings, args.overwrite)
-    try:
-        return _train_and_save(args, family, corpus, output_dir, resumed)
-    finally:
-        run_dirs.release(output_dir)
-
-
-def _train_and_save(args, family, corpus, output_dir, resumed):
-    """Trains into the claimed `output_dir` and saves the model directory."""
-    strategy = _runtime(args)
-    announce_resume(output_dir, resumed, args.epochs)
-    common = {
-        "preset": args.preset,
-        "epochs": args.epochs,
-        "minutes": args.minutes,
-        "seed": args.seed,
-        "vocabulary_size": args.vocabulary_size,
-        "verbose": verbose(),
-        "strategy": strategy,
-        **args.overrides,
-    }
-    trained = family.train(args, corpus, output_dir, common)
-    model = trained.result["model"]
-    metrics = {k: round(float(v), 4) for k, v in trained.metrics.items()}
-    metrics["params"] = int(model.count_params())
-    metrics["epochs"] = resumed + len(trained.result["history"].get("loss", ()))
-    run_info = {"data": args.data, "preset": args.preset, "seed": args.seed}
-    run_info.update(trained.run)
-    if args.overrides:
-        run_info["overrides"] = args.overrides
-    model_dir.save_model_dir(output_dir, args.family, model, {**run_info, **metrics})
-    print(f"{args.family}: {trained.summary}; {metrics['params']:,} parameters")
-    for note in trained.notes:
+    machine = families.Runtime(args.strategy, args.precision, args.deterministic)
+    result = families.train(
+        args.family, args.data, output_dir, chosen,
+        overwrite=args.overwrite, machine=machine,
+    )  # fmt: skip
+    params = result.model.count_params()
+    print(f"{args.family}: {result.summary(chosen)}; {params:,} parameters")
+    for note in result.notes:
         print(note)
     print(f"saved to {output_dir}")
     return 0
-
-
-def verbose():
-    """Keras' `verbose`: a progress bar on a terminal, one line per epoch in a log."""
-    return 1 if sys.stdout.isatty() else 2

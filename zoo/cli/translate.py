@@ -4,11 +4,13 @@ SavedModel."""
 import sys
 import warnings
 
-from zoo.cli import serving
+from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import model_dir
+from zoo.recipes import model_dir, saved_model
+from zoo.recipes.families import TRANSLATORS
+from zoo.recipes.settings import TranslatorSettings
 
 
 def add_parser(commands):
@@ -24,12 +26,7 @@ def add_parser(commands):
         default=None,
         help="an exported SavedModel (or its base); it decodes greedily",
     )
-    parser.add_argument(
-        "--beam-width",
-        type=int,
-        default=model_dir.BEAM_WIDTH,
-        help="with --model-dir: beams of the search (1: greedy)",
-    )
+    train.add_beam_width_argument(parser, "with --model-dir: beams of the search")
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -43,21 +40,22 @@ def run(args):
     if bool(args.model_dir) == bool(args.saved_model):
         raise UsageError("give exactly one of --model-dir and --saved-model.")
     check_at_least(args.beam_width, "--beam-width")
-    if args.saved_model and args.beam_width != model_dir.BEAM_WIDTH:
+    if args.saved_model and args.beam_width is not None:
         raise UsageError(
             "--beam-width applies to --model-dir; a SavedModel's "
             "serving_default decodes greedily."
         )
     if args.saved_model:
-        outputs = serving.serve(args.saved_model, read_texts(args.texts))
+        outputs = saved_model.serve(args.saved_model, read_texts(args.texts))
     else:
-        trained = load_model_dir(args.model_dir, model_dir.TRANSLATORS, "translate")
+        beam_width = args.beam_width or TranslatorSettings.beam_width
+        trained = load_model_dir(args.model_dir, TRANSLATORS, "translate")
         with named_as_flags(beam_width="--beam-width"):
-            trained.check_translate_options(beam_width=args.beam_width)
+            trained.check_translate_options(beam_width=beam_width)
         sentences = read_texts(args.texts)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", model_dir.TruncationWarning)
-            outputs = trained.translate(sentences, beam_width=args.beam_width)
+            outputs = trained.translate(sentences, beam_width=beam_width)
         for warning in caught:
             if issubclass(warning.category, model_dir.TruncationWarning):
                 print(f"keras-seq: note: {warning.message}", file=sys.stderr)

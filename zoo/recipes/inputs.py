@@ -5,7 +5,15 @@ are the application's to check, before any text is tokenized; the
 library's own argument checks are `keras_seq.validation`'s.
 """
 
+import contextlib
+
 import numpy as np
+
+
+class UsageError(Exception):
+    """An error in what the user named (a flag, a file, a directory); its
+    message is the fix. `keras-seq` prints it as one line and exits with
+    status 1."""
 
 
 def check_text_list(texts, name="texts"):
@@ -64,3 +72,20 @@ def check_int_in(value, name, low, high=None, bound=""):
         raise ValueError(
             f"`{name}` must be at most {high} ({bound}); received {value}."
         )
+
+
+@contextlib.contextmanager
+def reported_as_usage(*errors):
+    """Turns `errors` raised inside the block into a `UsageError`.
+
+    For the boundary where a user's file or argument is read by library
+    code that raises `ValueError` (a bad vocabulary, an export directory
+    already in use): there, such an error is about the input, not a bug.
+
+    Args:
+        *errors: exception classes to convert.
+    """
+    try:
+        yield
+    except errors as error:
+        raise UsageError(str(error)) from None

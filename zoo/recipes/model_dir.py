@@ -1,90 +1,32 @@
-"""A trained model's directory: the model, its vocabularies and `run.json`.
+"""A trained model loaded from its run directory, ready to use.
 
-    <dir>/model.keras               the model (Keras format, safe to load)
-    <dir>/vocabulary.txt            one vocabulary (encoder-only, decoder-only)
-    <dir>/source_vocabulary.txt     or source and target vocabularies
-    <dir>/target_vocabulary.txt     (translators)
-    <dir>/run.json                  family, data, settings, test figures and
-                                    a fingerprint of each vocabulary
-
-`load_model_dir` refuses a directory whose vocabularies are not the ones
-the model was trained with (size, special tokens, and the fingerprint in
-`run.json`), so a model never reads ids it was not trained on. It returns
-a `TrainedModel`, which translates, classifies or generates with them.
+`load_model_dir` reads a directory written by `keras-seq train` or
+`keras-seq demo` (its layout and files are `zoo.recipes.run_dir`'s) and
+refuses one whose vocabularies are not the ones the model was trained with
+(size, special tokens, and the fingerprint in `run.json`), so a model never
+reads ids it was not trained on. It returns a `TrainedModel`, which
+translates, classifies or generates with them.
 """
 
 import dataclasses
-import hashlib
-import json
 import os
 
 import keras
-import numpy as np
 
-# Importing these registers the classes that a saved model and its compile
-# config name.
-import keras_seq.losses  # noqa: F401
-import keras_seq.metrics  # noqa: F401
-import keras_seq.schedules  # noqa: F401
-import zoo  # noqa: F401
 from keras_seq import text
-from zoo.recipes import tasks, translation
+from zoo.recipes import run_dir, tasks, translation
+from zoo.recipes.families import FAMILIES, TRANSLATORS
 from zoo.recipes.inputs import check_int_in, check_text_list
-
-MODEL_FILE = "model.keras"
-RUN_FILE = "run.json"
-FAMILIES = (
-    "translator",
-    "rnn-translator",
-    "classifier",
-    "masked-language-model",
-    "language-model",
-)
-TRANSLATORS = ("translator", "rnn-translator")
-
+from zoo.recipes.run_dir import RUN_FILE, fingerprint
+from zoo.recipes.settings import TranslatorSettings
 
 # Some inputs were longer than the model's `max_length` and were cut.
 TruncationWarning = text.TruncationWarning
 
-# The beam width of the headline BLEU (the demo's and `train`'s).
-BEAM_WIDTH = 4
-
 
 def vocabulary_files(family):
     """The vocabulary files of a model directory of `family`."""
-    if family in TRANSLATORS:
-        return ("source_vocabulary.txt", "target_vocabulary.txt")
-    return ("vocabulary.txt",)
-
-
-def fingerprint(path):
-    """The SHA-256 of a vocabulary file's bytes (its tokens, in order)."""
-    with open(path, "rb") as file:
-        return hashlib.sha256(file.read()).hexdigest()
-
-
-def save_model_dir(output_dir, family, model, run):
-    """Writes the model and `run.json` into a model directory.
-
-    The vocabularies are written by the recipe before training; `run.json`
-    records their fingerprints, so that a vocabulary of the same size from
-    another run is refused when the directory loads.
-
-    Args:
-        output_dir: str, an existing directory.
-        family: str, one of `FAMILIES`.
-        model: the trained `keras.Model`.
-        run: a JSON-serializable dict (data, settings, test figures).
-    """
-    fingerprints = {
-        name: fingerprint(os.path.join(output_dir, name))
-        for name in vocabulary_files(family)
-        if os.path.isfile(os.path.join(output_dir, name))
-    }
-    model.save(os.path.join(output_dir, MODEL_FILE))
-    run = {"family": family, **run, "vocabulary_sha256": fingerprints}
-    with open(os.path.join(output_dir, RUN_FILE), "w", encoding="utf-8") as file:
-        json.dump(run, file, indent=2, ensure_ascii=False)
+    return tuple(map(run_dir.vocabulary_file, FAMILIES[family].vocabularies))
 
 
 def _vocabulary_sizes(family, config):
@@ -93,37 +35,6 @@ def _vocabulary_sizes(family, config):
     else:
         sizes = (config["vocabulary_size"],)
     return dict(zip(vocabulary_files(family), sizes))
-
-
-def _read_run(model_dir):
-    run_path = os.path.join(model_dir, RUN_FILE)
-    try:
-        with open(run_path, encoding="utf-8") as file:
-            run = json.load(file)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{run_path} is not a JSON file: {error}") from None
-    if not isinstance(run, dict):
-        raise ValueError(
-            f"{run_path} must hold a JSON object with a `family`; received "
-            f"a {type(run).__name__}."
-        )
-    if run.get("family") not in FAMILIES:
-        raise ValueError(
-            f"{run_path}: `family` must be one of {FAMILIES}; received "
-            f"{run.get('family')!r}."
-        )
-    return run
-
-
-def _load_model(model_path):
-    try:
-        return keras.saving.load_model(model_path, safe_mode=True)
-    except ValueError as error:
-        message = str(error).strip().splitlines()[0]
-        if message.startswith("File not found"):
-            # Keras says so of any file that is not a whole zip archive.
-            message = "not a whole .keras archive (truncated, or another format)"
-        raise ValueError(f"{model_path}: {message}") from None
 
 
 def _tokenizers(model_dir, family, config, run):
@@ -162,16 +73,11 @@ def load_model_dir(model_dir):
     >>> trained.translate(["Guten Morgen."])  # doctest: +SKIP
     ['good morning.']
     """
-    for name in (RUN_FILE, MODEL_FILE):
-        if not os.path.isfile(os.path.join(model_dir, name)):
-            raise ValueError(
-                f"{model_dir} has no {name}; expected a model directory "
-                "written by `keras-seq train` or `keras-seq demo`."
-            )
-    run = _read_run(model_dir)
+    run_dir.check_files(model_dir)
+    run = run_dir.read_run(model_dir, FAMILIES)
     family = run["family"]
-    model_path = os.path.join(model_dir, MODEL_FILE)
-    model = _load_model(model_path)
+    model_path = os.path.join(model_dir, run_dir.MODEL_FILE)
+    model = run_dir.load_model(model_dir)
     config = model.get_config()
     sizes = ("source_vocabulary_size",) if family in TRANSLATORS else ()
     if not all(key in config for key in sizes or ("vocabulary_size",)):
@@ -238,7 +144,9 @@ class TrainedModel:
         config = self.model.get_config()
         return config.get("target_vocabulary_size", config.get("vocabulary_size"))
 
-    def check_translate_options(self, beam_width=BEAM_WIDTH, max_new_tokens=None):
+    def check_translate_options(
+        self, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+    ):
         """Refuses options of `translate` this model cannot honour.
 
         Called by `translate` before any text is tokenized; the command
@@ -258,7 +166,9 @@ class TrainedModel:
             "the model's max_length - 1",
         )  # fmt: skip
 
-    def translate(self, texts, beam_width=BEAM_WIDTH, max_new_tokens=None):
+    def translate(
+        self, texts, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+    ):
         """Translates sentences, one output per input (blank in, "" out).
 
         A sentence longer than the model's `max_length` tokens is cut to
@@ -312,7 +222,9 @@ class TrainedModel:
             self.model, self.tokenizers["text"], texts, max_length
         )
 
-    def check_generate_options(self, max_new_tokens=None, top_k=20, top_p=None, seed=0):
+    def check_generate_options(
+        self, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0
+    ):
         """Refuses options of `generate` this model cannot honour.
 
         Raises:
@@ -333,7 +245,9 @@ class TrainedModel:
             raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
         check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
 
-    def generate(self, prompt, max_new_tokens=None, top_k=20, top_p=None, seed=0):
+    def generate(
+        self, prompt, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0
+    ):
         """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
 
         Training lines end with [END]; sampling runs past it, so the text
@@ -367,27 +281,7 @@ class TrainedModel:
             return [
                 self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
             ]
-        tokenizer = self.tokenizers["text"]
-        ids = translation.tokenize_to_lists(tokenizer, [prompt])[0] or [text.START_ID]
-        limit = self.model.get_config()["max_length"]
-        ids = ids[-(limit - 1) :]  # Room for at least one new token.
-        room = limit - len(ids)
-        new = self.model.generate(
-            np.asarray([ids], "int32"),
-            max_new_tokens=min(max_new_tokens or room, room),
-            strategy="sample",
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-            end_token_id=None,
-        )
-        stream = ids + np.asarray(new)[0].tolist()
-        lines, line = [], []
-        for token in stream + [text.END_ID]:
-            if token == text.END_ID:
-                lines.append(line)
-                line = []
-            elif token != text.START_ID:
-                line.append(token)
-        decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
-        return " / ".join(line for line in decoded if line)
+        return tasks.generate_text(
+            self.model, self.tokenizers["text"], prompt, max_new_tokens, top_k,
+            top_p, seed,
+        )  # fmt: skip

@@ -2,8 +2,9 @@
 
 Each recipe trains a WordPiece vocabulary on the training split, builds the
 model from a preset, fits it on a `tf.data` pipeline with a wall-clock
-budget and resumable checkpoints, and returns the model, the tokenizer and
-its figures:
+budget and resumable checkpoints, and returns a typed result (the model,
+the tokenizer and its figures); `run_*` is what `keras-seq train` runs,
+`evaluate_*` what `keras-seq evaluate` runs:
 
 - `train_classifier`: sentiment (or any labelled text), test accuracy.
 - `train_language_model`: a causal Transformer, validation and test
@@ -11,6 +12,7 @@ its figures:
 - `train_masked_language_model`: BERT-style fill-in, masked-token accuracy.
 """
 
+import dataclasses
 import math
 import os
 
@@ -23,8 +25,18 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from zoo import build_classifier, build_language_model, build_masked_language_model
-from zoo.recipes import runtime
+from zoo.recipes import run_dir, runtime
 from zoo.recipes.inputs import check_text_list
+from zoo.recipes.settings import (
+    ClassifierSettings,
+    LanguageModelSettings,
+    MaskedLanguageModelSettings,
+)
+from zoo.recipes.translation import tokenize_to_lists
+
+# The sampler's k when none is named: `generate`'s, and the sample printed
+# after training a language model.
+SAMPLE_TOP_K = 20
 
 
 def _start(texts, output_dir, seed, vocabulary_size, verbose):
@@ -37,7 +49,7 @@ def _start(texts, output_dir, seed, vocabulary_size, verbose):
             flush=True,
         )
     vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
-    text.save_vocabulary(vocabulary, os.path.join(output_dir, "vocabulary.txt"))
+    run_dir.write_vocabularies(output_dir, {"text": vocabulary})
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
@@ -127,20 +139,40 @@ def _show(labels, limit=10):
     return "{" + text + (", ...}" if len(shown) > limit else "}")
 
 
+@dataclasses.dataclass(frozen=True)
+class ClassifierResult:
+    """A trained classifier and its figures.
+
+    Attributes:
+        model: the `keras.Model`, with the best validation epoch's weights.
+        tokenizer: the tokenizer of its vocabulary.
+        history: Keras' dict of per-epoch figures.
+        test_accuracy: float in [0, 1].
+        max_length: int, the tokens a text is cut to.
+    """
+
+    model: keras.Model
+    tokenizer: object
+    history: dict
+    test_accuracy: float
+    max_length: int
+
+    notes = ()  # Lines printed after the summary.
+
+    @property
+    def tokenizers(self):
+        return {"text": self.tokenizer}
+
+    def record(self):
+        """The figures `run.json` keeps (`max_length` cuts `classify`'s texts)."""
+        return {"test_accuracy": self.test_accuracy, "max_length": self.max_length}
+
+    def summary(self, settings):
+        return f"test accuracy {self.test_accuracy:.1%}"
+
+
 def train_classifier(
-    corpus,
-    output_dir,
-    preset="small",
-    epochs=10,
-    minutes=None,
-    seed=0,
-    vocabulary_size=8000,
-    batch_size=64,
-    learning_rate=5e-4,
-    max_length=64,
-    verbose=1,
-    strategy=None,
-    **overrides,
+    corpus, output_dir, settings=None, *, verbose=1, strategy=None, **changes
 ):
     """Trains `zoo.build_classifier` on `(text, label)` splits.
 
@@ -151,36 +183,31 @@ def train_classifier(
         corpus: an object with `train`, `validation` and `test` lists of
             `(text, label)` pairs, such as a `SentimentCorpus`.
         output_dir: str, for the vocabulary and checkpoints.
-        preset: str, a name in `zoo.CLASSIFIER_PRESETS`.
-        epochs: int, the most epochs to train.
-        minutes: float or None, a wall-clock budget.
-        seed: int, seeds the weights and the shuffling.
-        vocabulary_size: int, of the WordPiece vocabulary.
-        batch_size: int.
-        learning_rate: float, of AdamW.
-        max_length: int, batches are padded (texts truncated) to
-            `min(max_length, the model's max_length)` tokens; the
-            movie-review snippets fit in 64.
+        settings: a `ClassifierSettings`, or None for its defaults.
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
-        **overrides: builder arguments that override the preset.
+        **changes: settings over `settings`, and builder arguments over the
+            preset.
 
     Returns:
-        A dict with `model`, `tokenizer`, `history`, `test_accuracy` and
-        `max_length`.
+        A `ClassifierResult`.
 
     Raises:
         ValueError: from `check_class_labels`, before anything is written.
     """
+    settings = (settings or ClassifierSettings()).replace(**changes)
+    seed, batch_size = settings.seed, settings.batch_size
     num_classes = check_class_labels(corpus)
     texts = [t for t, _ in corpus.train]
-    vocabulary, tokenizer = _start(texts, output_dir, seed, vocabulary_size, verbose)
+    vocabulary, tokenizer = _start(
+        texts, output_dir, seed, settings.vocabulary_size, verbose
+    )
     with runtime.scope(strategy):
         model = build_classifier(
-            preset, vocabulary_size=len(vocabulary), num_classes=num_classes,
-            **overrides,
+            settings.preset, vocabulary_size=len(vocabulary),
+            num_classes=num_classes, **settings.overrides,
         )  # fmt: skip
-    max_length = min(max_length, model.get_config()["max_length"])
+    max_length = min(settings.max_length, model.get_config()["max_length"])
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(pairs, shuffle=False):
@@ -191,24 +218,26 @@ def train_classifier(
         )  # fmt: skip
 
     model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.01),
+        optimizer=keras.optimizers.AdamW(settings.learning_rate, weight_decay=0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
     datasets = (dataset(corpus.train, shuffle=True), dataset(corpus.validation))
     history = _fit(
-        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
-        verbose=verbose, strategy=strategy, monitor="val_accuracy",
+        model, datasets, settings.epochs, output_dir, settings.minutes,
+        shuffle_epoch, verbose=verbose, strategy=strategy, monitor="val_accuracy",
     )  # fmt: skip
-    model.load_weights(os.path.join(output_dir, "best.weights.h5"))
+    model.load_weights(os.path.join(output_dir, run_dir.CHECKPOINT_FILES[1]))
     _, accuracy = model.evaluate(dataset(corpus.test), verbose=0)
-    return {
-        "model": model,
-        "tokenizer": tokenizer,
-        "history": history,
-        "test_accuracy": float(accuracy),
-        "max_length": max_length,
-    }
+    return ClassifierResult(model, tokenizer, history, float(accuracy), max_length)
+
+
+def evaluate_classifier(trained, corpus, settings):
+    """Test accuracy of a trained model directory's classifier."""
+    print(f"classifying the {len(corpus.test):,} test texts...", flush=True)
+    probabilities = trained.classify([t for t, _ in corpus.test])
+    labels = [label for _, label in corpus.test]
+    return {"test_accuracy": float((probabilities.argmax(-1) == labels).mean())}
 
 
 def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
@@ -235,21 +264,55 @@ def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
     return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
 
+@dataclasses.dataclass(frozen=True)
+class LanguageModelResult:
+    """A trained language model and its figures.
+
+    Attributes:
+        model: the `keras.Model`.
+        tokenizer: the tokenizer of its vocabulary.
+        history: Keras' dict of per-epoch figures.
+        validation_perplexity: float, per WordPiece token.
+        test_perplexity: float, per WordPiece token.
+        sequence_length: int, tokens of a training window.
+        sample: str, a continuation of a validation line ("" until
+            `run_language_model` draws it).
+    """
+
+    model: keras.Model
+    tokenizer: object
+    history: dict
+    validation_perplexity: float
+    test_perplexity: float
+    sequence_length: int
+    sample: str = ""
+
+    @property
+    def tokenizers(self):
+        return {"text": self.tokenizer}
+
+    def record(self):
+        """The figures `run.json` keeps (`evaluate` reads `sequence_length`)."""
+        return {
+            "validation_perplexity": self.validation_perplexity,
+            "test_perplexity": self.test_perplexity,
+            "sequence_length": self.sequence_length,
+        }
+
+    def summary(self, settings):
+        return (
+            f"validation perplexity {self.validation_perplexity:.1f}, "
+            f"test perplexity {self.test_perplexity:.1f} (per token)"
+        )
+
+    @property
+    def notes(self):
+        """Lines printed after the summary."""
+        return (f"sample: {self.sample}",)
+
+
 def train_language_model(
-    corpus,
-    output_dir,
-    preset="small",
-    epochs=10,
-    minutes=None,
-    seed=0,
-    vocabulary_size=8000,
-    sequence_length=128,
-    batch_size=32,
-    warmup_steps=400,
-    learning_rate_scale=1.0,
-    verbose=1,
-    strategy=None,
-    **overrides,
+    corpus, output_dir, settings=None, *, verbose=1, strategy=None, **changes
 ):
     """Trains `zoo.build_language_model` on a `TextCorpus` (lines of text).
 
@@ -257,33 +320,26 @@ def train_language_model(
         corpus: an object with `train`, `validation` and `test` lists of
             str, such as a `keras_seq.data.TextCorpus`.
         output_dir: str, for the vocabulary and checkpoints.
-        preset: str, a name in `zoo.LANGUAGE_MODEL_PRESETS`.
-        epochs: int, the most epochs to train.
-        minutes: float or None, a wall-clock budget.
-        seed: int, seeds the weights and the shuffling.
-        vocabulary_size: int, of the WordPiece vocabulary.
-        sequence_length: int, tokens in a training window, at most the
-            model's `max_length`.
-        batch_size: int.
-        warmup_steps: int, of the inverse-square-root schedule.
-        learning_rate_scale: float, multiplies the learning rate.
+        settings: a `LanguageModelSettings`, or None for its defaults.
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
-        **overrides: builder arguments that override the preset.
+        **changes: settings over `settings`, and builder arguments over the
+            preset.
 
     Returns:
-        A dict with `model`, `tokenizer`, `history`, `validation_perplexity`
-        and `test_perplexity` (per WordPiece token) and `sequence_length`.
+        A `LanguageModelResult`.
     """
+    settings = (settings or LanguageModelSettings()).replace(**changes)
+    seed, batch_size = settings.seed, settings.batch_size
     vocabulary, tokenizer = _start(
-        corpus.train, output_dir, seed, vocabulary_size, verbose
+        corpus.train, output_dir, seed, settings.vocabulary_size, verbose
     )
     with runtime.scope(strategy):
         model = build_language_model(
-            preset, vocabulary_size=len(vocabulary), **overrides
+            settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     config = model.get_config()
-    sequence_length = min(sequence_length, config["max_length"])
+    sequence_length = min(settings.sequence_length, config["max_length"])
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(lines, shuffle=False):
@@ -293,7 +349,7 @@ def train_language_model(
         )  # fmt: skip
 
     schedule = InverseSquareRootWarmup(
-        config["model_dim"], warmup_steps, scale=learning_rate_scale
+        config["model_dim"], settings.warmup_steps, scale=settings.learning_rate_scale
     )
     model.compile(
         optimizer=keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9),
@@ -302,60 +358,127 @@ def train_language_model(
     )
     datasets = (dataset(corpus.train, shuffle=True), dataset(corpus.validation))
     history = _fit(
-        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
-        verbose=verbose, strategy=strategy,
+        model, datasets, settings.epochs, output_dir, settings.minutes,
+        shuffle_epoch, verbose=verbose, strategy=strategy,
     )  # fmt: skip
     validation_loss = model.evaluate(dataset(corpus.validation), verbose=0)[0]
     test_loss = model.evaluate(dataset(corpus.test), verbose=0)[0]
-    return {
-        "model": model,
-        "tokenizer": tokenizer,
-        "history": history,
-        "validation_perplexity": math.exp(validation_loss),
-        "test_perplexity": math.exp(test_loss),
-        "sequence_length": sequence_length,
-    }
+    return LanguageModelResult(
+        model, tokenizer, history, math.exp(validation_loss), math.exp(test_loss),
+        sequence_length,
+    )  # fmt: skip
+
+
+def generate_text(model, tokenizer, prompt, max_new_tokens, top_k, top_p, seed):
+    """Samples a continuation of one `prompt` (top-k, or top-p).
+
+    Training lines end with [END]; sampling runs past it, so the text may
+    span several lines, joined by " / ".
+
+    Returns:
+        str, the prompt and its continuation.
+    """
+    ids = tokenize_to_lists(tokenizer, [prompt])[0] or [text.START_ID]
+    limit = model.get_config()["max_length"]
+    ids = ids[-(limit - 1) :]  # Room for at least one new token.
+    room = limit - len(ids)
+    new = model.generate(
+        np.asarray([ids], "int32"),
+        max_new_tokens=min(max_new_tokens or room, room),
+        strategy="sample",
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        end_token_id=None,
+    )
+    stream = ids + np.asarray(new)[0].tolist()
+    lines, line = [], []
+    for token in stream + [text.END_ID]:
+        if token == text.END_ID:
+            lines.append(line)
+            line = []
+        elif token != text.START_ID:
+            line.append(token)
+    decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
+    return " / ".join(line for line in decoded if line)
+
+
+def _masked_loss(model, dataset):
+    model.compile(loss=MaskedSparseCategoricalCrossentropy())
+    return float(model.evaluate(dataset, verbose=0, return_dict=True)["loss"])
+
+
+def evaluate_language_model(trained, corpus, settings):
+    """Test perplexity of a trained model directory's language model, on
+    windows of the length it was trained on."""
+    dataset = text.make_language_model_dataset(
+        corpus.test,
+        trained.tokenizers["text"],
+        trained.run.get("sequence_length", settings.sequence_length),
+        settings.batch_size,
+    )
+    return {"test_perplexity": math.exp(_masked_loss(trained.model, dataset))}
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskedLanguageModelResult:
+    """A trained masked language model and its figures.
+
+    Attributes:
+        model: the `keras.Model`.
+        tokenizer: the tokenizer of its vocabulary.
+        history: Keras' dict of per-epoch figures.
+        validation_masked_accuracy: float in [0, 1].
+        max_length: int, the model's.
+    """
+
+    model: keras.Model
+    tokenizer: object
+    history: dict
+    validation_masked_accuracy: float
+    max_length: int
+
+    notes = ()  # Lines printed after the summary.
+
+    @property
+    def tokenizers(self):
+        return {"text": self.tokenizer}
+
+    def record(self):
+        """The figures `run.json` keeps."""
+        return {"validation_masked_accuracy": self.validation_masked_accuracy}
+
+    def summary(self, settings):
+        accuracy = self.validation_masked_accuracy
+        return f"validation masked-token accuracy {accuracy:.1%}"
 
 
 def train_masked_language_model(
-    corpus_texts,
-    output_dir,
-    preset="small",
-    epochs=10,
-    minutes=None,
-    seed=0,
-    vocabulary_size=8000,
-    batch_size=64,
-    learning_rate=5e-4,
-    verbose=1,
-    strategy=None,
-    **overrides,
+    corpus_texts, output_dir, settings=None, *, verbose=1, strategy=None, **changes
 ):
     """Trains `zoo.build_masked_language_model` on `(train, validation)` texts.
 
     Args:
         corpus_texts: a pair of lists of str, training and validation.
         output_dir: str, for the vocabulary and checkpoints.
-        preset: str, a name in `zoo.ENCODER_PRESETS`.
-        epochs: int, the most epochs to train.
-        minutes: float or None, a wall-clock budget.
-        seed: int, seeds the weights, the masking and the shuffling.
-        vocabulary_size: int, of the WordPiece vocabulary.
-        batch_size: int.
-        learning_rate: float, of AdamW.
+        settings: a `MaskedLanguageModelSettings`, or None for its defaults.
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
-        **overrides: builder arguments that override the preset.
+        **changes: settings over `settings`, and builder arguments over the
+            preset.
 
     Returns:
-        A dict with `model`, `tokenizer`, `history`,
-        `validation_masked_accuracy` and `max_length`.
+        A `MaskedLanguageModelResult`.
     """
+    settings = (settings or MaskedLanguageModelSettings()).replace(**changes)
+    seed, batch_size = settings.seed, settings.batch_size
     train, validation = corpus_texts
-    vocabulary, tokenizer = _start(train, output_dir, seed, vocabulary_size, verbose)
+    vocabulary, tokenizer = _start(
+        train, output_dir, seed, settings.vocabulary_size, verbose
+    )
     with runtime.scope(strategy):
         model = build_masked_language_model(
-            preset, vocabulary_size=len(vocabulary), **overrides
+            settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     max_length = model.get_config()["max_length"]
     shuffle_epoch = ShuffleEpoch()
@@ -367,20 +490,29 @@ def train_masked_language_model(
         )  # fmt: skip
 
     model.compile(
-        optimizer=keras.optimizers.AdamW(learning_rate, weight_decay=0.01),
+        optimizer=keras.optimizers.AdamW(settings.learning_rate, weight_decay=0.01),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
     )
     datasets = (dataset(train, shuffle=True), dataset(validation))
     history = _fit(
-        model, datasets, epochs, output_dir, minutes, shuffle_epoch,
-        verbose=verbose, strategy=strategy,
+        model, datasets, settings.epochs, output_dir, settings.minutes,
+        shuffle_epoch, verbose=verbose, strategy=strategy,
     )  # fmt: skip
     _, accuracy = model.evaluate(dataset(validation), verbose=0)
-    return {
-        "model": model,
-        "tokenizer": tokenizer,
-        "history": history,
-        "validation_masked_accuracy": float(accuracy),
-        "max_length": max_length,
-    }
+    return MaskedLanguageModelResult(
+        model, tokenizer, history, float(accuracy), max_length
+    )
+
+
+def evaluate_masked_language_model(trained, corpus, settings):
+    """Test masked-token loss of a trained model directory's masked
+    language model."""
+    model = trained.model
+    dataset = text.make_masked_language_model_dataset(
+        corpus.test,
+        trained.tokenizers["text"],
+        model.get_config()["max_length"],
+        settings.batch_size,
+    )
+    return {"test_masked_loss": _masked_loss(model, dataset)}

@@ -7,7 +7,7 @@ schedule. Evaluation decodes with the model's cached `generate` loop and
 scores corpus BLEU with sacrebleu.
 """
 
-import json
+import dataclasses
 import os
 import time
 
@@ -28,56 +28,14 @@ from keras_seq.callbacks import (
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
-from keras_seq.validation import check_choice, check_positive_int
-from zoo.recipes import runtime
+from keras_seq.validation import check_positive_int
+from zoo.recipes import plots, run_dir, runtime
 from zoo.recipes.inputs import check_text_list
+from zoo.recipes.settings import TranslatorSettings
 
-# The builder of each translator family, and its presets. Only the
-# Transformer has a `max_length`; the RNN translator's sequences are
-# unbounded, and its batches are cut to `RNN_MAX_LENGTH` tokens.
-BUILDERS = {
-    "translator": zoo.build_translator,
-    "rnn-translator": zoo.build_rnn_translator,
-}
-PRESETS = {
-    "translator": zoo.TRANSLATOR_PRESETS,
-    "rnn-translator": zoo.RNN_TRANSLATOR_PRESETS,
-}
+# The RNN translator's sequences are unbounded (its builder has no
+# `max_length`); its batches are cut to this many tokens.
 RNN_MAX_LENGTH = 64
-
-
-# Named recipes: `train_translator` arguments (and builder overrides) that go
-# together. "low-resource" applies the regularisers that matter on a corpus
-# of ~16k sentence pairs (Sennrich & Zhang, 2019; Araabi & Monz, 2020):
-# heavier dropout and label smoothing, word dropout on both inputs, and many
-# epochs stopped by validation BLEU, ending with averaged weights. Two levers
-# of those papers are left out on purpose: BPE-dropout needs a BPE model
-# (the recipe's WordPiece tokenizers have no sampling mode), and layer drop
-# would leave the `small` preset's 2 decoder blocks a single one.
-RECIPES = {
-    "default": {},
-    "low-resource": {
-        "dropout": 0.2,
-        "label_smoothing": 0.2,
-        "token_dropout": 0.1,
-        "early_stopping_patience": 15,
-        "average_last_epochs": 5,
-    },
-}
-
-
-def recipe_arguments(name, **arguments):
-    """`train_translator` arguments of recipe `name`, over `arguments`.
-
-    Args:
-        name: a key of `RECIPES`.
-        **arguments: the caller's arguments; the recipe's values win.
-
-    Returns:
-        A dict of keyword arguments for `train_translator`.
-    """
-    check_choice(name, "recipe", tuple(RECIPES))
-    return {**arguments, **RECIPES[name]}
 
 
 def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
@@ -89,8 +47,8 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
     Args:
         pairs: list of `(source, target)` strings.
         vocabulary_size: int, the largest size of each vocabulary.
-        output_dir: str or None. Where to save `source_vocabulary.txt` and
-            `target_vocabulary.txt`; nothing is saved when None.
+        output_dir: str or None. Where to save the vocabularies
+            (`run_dir.write_vocabularies`); nothing is saved when None.
         shared: bool, train one vocabulary on both sides.
 
     Returns:
@@ -106,16 +64,15 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
         source = text.train_wordpiece_vocabulary([s for s, _ in pairs], vocabulary_size)
         target = text.train_wordpiece_vocabulary([t for _, t in pairs], vocabulary_size)
     if output_dir:
-        text.save_vocabulary(source, os.path.join(output_dir, "source_vocabulary.txt"))
-        text.save_vocabulary(target, os.path.join(output_dir, "target_vocabulary.txt"))
+        run_dir.write_vocabularies(output_dir, {"source": source, "target": target})
     return source, target
 
 
 def compile_translator(
     model,
-    warmup_steps=800,
-    learning_rate_scale=2.0,
-    label_smoothing=0.1,
+    warmup_steps=TranslatorSettings.warmup_steps,
+    learning_rate_scale=TranslatorSettings.learning_rate_scale,
+    label_smoothing=TranslatorSettings.label_smoothing,
     jit_compile="auto",
     ema_momentum=None,
 ):
@@ -232,94 +189,114 @@ def corpus_bleu(hypotheses, references, lowercase=True):
     return sacrebleu.corpus_bleu(hypotheses, [references], lowercase=lowercase).score
 
 
+@dataclasses.dataclass(frozen=True)
+class TranslatorResult:
+    """A trained translator and its figures.
+
+    Attributes:
+        model: the trained `keras.Model`.
+        preprocessor: its `keras_seq.text.TranslationPreprocessor`.
+        history: Keras' dict of per-epoch figures.
+        bleu_history: list of `(minutes, epoch, BLEU)` validation points.
+        train_minutes: float, of `model.fit`.
+        vocabulary_minutes: float, of the WordPiece training.
+        averaged_epochs: int, the epochs whose mean weights the model holds.
+        test_bleu: dict, test BLEU keyed by decoding (`bleu_scores`); empty
+            until `run_translator` scores the test split.
+        test_hypotheses: dict of decoding (`"beam4"`, `"greedy"`) -> the
+            test translations; empty until scored.
+    """
+
+    model: keras.Model
+    preprocessor: text.TranslationPreprocessor
+    history: dict
+    bleu_history: list
+    train_minutes: float
+    vocabulary_minutes: float
+    averaged_epochs: int
+    test_bleu: dict = dataclasses.field(default_factory=dict)
+    test_hypotheses: dict = dataclasses.field(default_factory=dict)
+
+    notes = ()  # Lines printed after the summary.
+
+    @property
+    def source_tokenizer(self):
+        return self.preprocessor.source_tokenizer
+
+    @property
+    def target_tokenizer(self):
+        return self.preprocessor.target_tokenizer
+
+    @property
+    def tokenizers(self):
+        """`{"source": ..., "target": ...}`, as a model directory keys them."""
+        return {"source": self.source_tokenizer, "target": self.target_tokenizer}
+
+    def record(self):
+        """The figures `run.json` keeps."""
+        return {
+            **self.test_bleu,
+            "train_minutes": self.train_minutes,
+            "averaged_epochs": self.averaged_epochs,
+        }
+
+    def summary(self, settings):
+        """The test figures in words."""
+        names = list(self.test_bleu)
+        if not names:
+            return "not scored"
+        bleu, cased = self.test_bleu[names[0]], self.test_bleu[names[1]]
+        how = decoding_name(settings.beam_width)
+        words = f"test BLEU {bleu:.2f} (cased {cased:.2f}), {how}"
+        if settings.greedy_bleu and settings.beam_width != 1:
+            words += f"; {self.test_bleu['bleu_greedy']:.2f} greedy"
+        return words
+
+
 def train_translator(
     corpus,
     output_dir,
-    preset="small",
-    epochs=30,
-    minutes=None,
-    seed=0,
-    vocabulary_size=8000,
-    batch_tokens=2048,
-    max_length=None,
-    warmup_steps=300,
-    learning_rate_scale=0.7,
-    label_smoothing=0.1,
-    bleu_sample=300,
-    jit_compile=False,
-    shared_vocabulary=False,
-    ema_momentum=None,
-    average_last_epochs=1,
-    token_dropout=0.0,
-    early_stopping_patience=None,
-    family="translator",
+    settings=None,
+    *,
+    builder=zoo.build_translator,
+    presets=zoo.TRANSLATOR_PRESETS,
     verbose=1,
     strategy=None,
-    **overrides,
+    **changes,
 ):
     """Trains a translator on a `TranslationCorpus`.
 
     Vocabularies, checkpoints (a killed run resumes) and `history.csv` are
     written to `output_dir`. The validation BLEU of each epoch is recorded
-    on the first `bleu_sample` validation pairs.
+    on the first `settings.bleu_sample` validation pairs.
 
     Args:
         corpus: a `keras_seq.data.TranslationCorpus`.
         output_dir: str, created if missing.
-        preset: str, a preset of the family's builder.
-        epochs: int, the most epochs to train.
-        minutes: float or None, a wall-clock budget (`TimeBudget`).
-        seed: int, seeds the weights and the shuffling.
-        vocabulary_size: int, of each WordPiece vocabulary.
-        batch_tokens: int, tokens in a length-bucketed batch.
-        max_length: int, the longest sequence, in tokens, or None: the
-            preset's (`RNN_MAX_LENGTH` for the RNN translator).
-        warmup_steps: int, of the learning-rate schedule.
-        learning_rate_scale: float, multiplies the learning rate.
-        label_smoothing: float, of the cross-entropy.
-        bleu_sample: int, validation pairs translated after each epoch.
-        jit_compile: bool. XLA compiles one training graph per length
-            bucket, a cost that short CPU runs do not win back, so it is
-            off by default.
-        shared_vocabulary: bool, one vocabulary for both sides; a model
-            that ties its embeddings (`tie_embeddings`, as the `book`,
-            `base` and `big` presets do) always learns one.
-        ema_momentum: float or None. Train with a moving average of the
-            weights, which the validation BLEU, the checkpoints and the
-            returned model then hold (`EmaWeights`).
-        average_last_epochs: int. Return the mean of the weights of the last
-            that many epoch ends (`AverageLastEpochs`); 1 keeps the last
-            weights. The validation BLEU shows each epoch's own weights.
-        token_dropout: float, word dropout of the training batches (see
-            `keras_seq.text.make_translation_dataset`).
-        early_stopping_patience: int or None. Stop once the validation BLEU
-            has not risen for that many epochs (`keras.callbacks.EarlyStopping`
-            on `val_bleu`); None trains all `epochs`.
-        family: `"translator"` (`zoo.build_translator`) or
-            `"rnn-translator"` (`zoo.build_rnn_translator`).
+        settings: a `TranslatorSettings`, or None for its defaults.
+        builder: `zoo.build_translator` or `zoo.build_rnn_translator`.
+        presets: the builder's presets (`zoo.TRANSLATOR_PRESETS`, ...).
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None (`runtime.make_strategy`).
-        **overrides: builder arguments that override the preset.
+        **changes: settings over `settings` (`epochs=3`), and builder
+            arguments over the preset (`dropout=0.2`).
 
     Returns:
-        A dict with `model`, `preprocessor` (a
-        `keras_seq.text.TranslationPreprocessor`, also saved in
-        `output_dir`), `source_tokenizer`, `target_tokenizer`,
-        `history` (Keras' dict), `bleu_history` (`(minutes, epoch, BLEU)`
-        points), `train_minutes`, `vocabulary_minutes` and
-        `averaged_epochs`.
+        A `TranslatorResult` (not yet scored on the test split).
     """
-    check_positive_int(average_last_epochs, "average_last_epochs")
-    check_positive_int(early_stopping_patience, "early_stopping_patience", True)
-    check_choice(family, "family", tuple(BUILDERS))
-    config = {**PRESETS[family].get(preset, {}).get("config", {}), **overrides}
-    if max_length is None:
-        max_length = config.get("max_length", RNN_MAX_LENGTH)
+    settings = (settings or TranslatorSettings()).replace(**changes)
+    check_positive_int(settings.average_last_epochs, "average_last_epochs")
+    check_positive_int(
+        settings.early_stopping_patience, "early_stopping_patience", True
+    )
+    overrides = dict(settings.overrides)
+    config = {**presets.get(settings.preset, {}).get("config", {}), **overrides}
+    max_length = settings.max_length or config.get("max_length", RNN_MAX_LENGTH)
     # One embedding table serves both sides only if both sides share one
     # vocabulary (Press & Wolf, 2017; Vaswani et al., 2017, Sec. 3.4).
-    shared_vocabulary = shared_vocabulary or bool(config.get("tie_embeddings"))
+    shared = settings.shared_vocabulary or bool(config.get("tie_embeddings"))
     os.makedirs(output_dir, exist_ok=True)
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(settings.seed)
     started = time.time()
     if verbose:
         print(
@@ -327,51 +304,49 @@ def train_translator(
             flush=True,
         )
     vocabularies = build_vocabularies(
-        corpus.train, vocabulary_size, shared=shared_vocabulary
+        corpus.train, settings.vocabulary_size, shared=shared
     )
-    source_tokenizer, target_tokenizer = map(text.make_tokenizer, vocabularies)
+    tokenizers = [text.make_tokenizer(v) for v in vocabularies]
     vocabulary_minutes = (time.time() - started) / 60
-    if family == "translator":
+    if "max_length" in config:
         overrides["max_length"] = max_length
     with runtime.scope(strategy):
-        model = BUILDERS[family](
-            preset,
+        model = builder(
+            settings.preset,
             source_vocabulary_size=len(vocabularies[0]),
             target_vocabulary_size=len(vocabularies[1]),
             **overrides,
         )
         compile_translator(
             model,
-            warmup_steps,
-            learning_rate_scale,
-            label_smoothing,
-            jit_compile,
-            ema_momentum=ema_momentum,
+            settings.warmup_steps,
+            settings.learning_rate_scale,
+            settings.label_smoothing,
+            settings.jit_compile,
+            ema_momentum=settings.ema_momentum,
         )
-    # The RNN translator has no `max_length` of its own; its batches are cut
-    # to the last bucket, `max_length` here.
+    # The RNN translator has no `max_length`; its batches are cut to the
+    # last bucket, `max_length`.
     preprocessor = text.TranslationPreprocessor(
-        source_tokenizer,
-        target_tokenizer,
+        *tokenizers,
         max_length=getattr(model, "max_length", None),
         bucket_boundaries=text.default_bucket_boundaries(max_length),
     )
     preprocessor.save(output_dir)
     fitted = _fit_translator(
-        model, preprocessor, corpus, output_dir, batch_tokens,
-        seed=seed, epochs=epochs, minutes=minutes, bleu_sample=bleu_sample,
-        ema=bool(ema_momentum), average_last_epochs=average_last_epochs,
-        verbose=verbose, strategy=strategy, token_dropout=token_dropout,
-        early_stopping_patience=early_stopping_patience,
+        model, preprocessor, corpus, output_dir, settings.batch_tokens,
+        seed=settings.seed, epochs=settings.epochs, minutes=settings.minutes,
+        bleu_sample=settings.bleu_sample, ema=bool(settings.ema_momentum),
+        average_last_epochs=settings.average_last_epochs, verbose=verbose,
+        strategy=strategy, token_dropout=settings.token_dropout,
+        early_stopping_patience=settings.early_stopping_patience,
     )  # fmt: skip
-    return {
-        "model": model,
-        "preprocessor": preprocessor,
-        "source_tokenizer": source_tokenizer,
-        "target_tokenizer": target_tokenizer,
-        "vocabulary_minutes": vocabulary_minutes,
+    return TranslatorResult(
+        model=model,
+        preprocessor=preprocessor,
+        vocabulary_minutes=vocabulary_minutes,
         **fitted,
-    }
+    )
 
 
 def _fit_translator(
@@ -461,12 +436,78 @@ def evaluate_translator(model, preprocessor, pairs, **generate_kwargs):
     }
 
 
-def write_metrics(path, metrics):
-    """Writes `metrics` as indented UTF-8 JSON.
+def decoding_name(beam_width):
+    """`"greedy"` for 1 beam, else `"<n> beams"`."""
+    return "greedy" if beam_width == 1 else f"{beam_width} beams"
+
+
+def bleu_scores(scores, beam_width):
+    """`evaluate_translator`'s BLEU under keys that name the decoding.
+
+    Returns:
+        `{"bleu_beam4": ..., "bleu_beam4_cased": ...}` for 4 beams,
+        `{"bleu_greedy": ..., "bleu_greedy_cased": ...}` for 1.
+    """
+    name = "bleu_greedy" if beam_width == 1 else f"bleu_beam{beam_width}"
+    return {name: scores["bleu"], f"{name}_cased": scores["bleu_cased"]}
+
+
+def score_translator(model, preprocessor, pairs, beam_width):
+    """Test BLEU of a translator, decoding with `beam_width` beams.
 
     Args:
-        path: str, the file to write.
-        metrics: a JSON-serializable dict.
+        model: a translator with `generate`.
+        preprocessor: the model's `keras_seq.text.TranslationPreprocessor`.
+        pairs: list of `(source, reference)` strings.
+        beam_width: int, 1 decodes greedily.
+
+    Returns:
+        `(bleu_scores, hypotheses)`.
     """
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(metrics, f, indent=2, ensure_ascii=False)
+    how = decoding_name(beam_width)
+    print(f"translating the {len(pairs):,} test sentences, {how}...", flush=True)
+    options = {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
+    scores = evaluate_translator(model, preprocessor, pairs, **options)
+    return bleu_scores(scores, beam_width), scores["hypotheses"]
+
+
+def run_translator(
+    corpus, output_dir, settings, *, builder, presets, verbose, strategy
+):
+    """`train_translator`, then the test split scored and the learning
+    curves drawn (`learning_curves.png`).
+
+    The test split is translated with `settings.beam_width` beams, and
+    greedily too when `settings.greedy_bleu`.
+
+    Returns:
+        A `TranslatorResult` with its test BLEU.
+    """
+    result = train_translator(
+        corpus, output_dir, settings, builder=builder, presets=presets,
+        verbose=verbose, strategy=strategy,
+    )  # fmt: skip
+    plots.plot_learning_curves(
+        result.history,
+        result.bleu_history,
+        os.path.join(output_dir, run_dir.CURVES_FILE),
+    )
+    widths = [settings.beam_width]
+    if settings.greedy_bleu and settings.beam_width != 1:
+        widths.append(1)
+    bleu, hypotheses = {}, {}
+    for width in widths:
+        scores, outputs = score_translator(
+            result.model, result.preprocessor, corpus.test, width
+        )
+        bleu.update(scores)
+        hypotheses["greedy" if width == 1 else f"beam{width}"] = outputs
+    return dataclasses.replace(result, test_bleu=bleu, test_hypotheses=hypotheses)
+
+
+def evaluate(trained, corpus, settings):
+    """Test BLEU of a trained model directory's translator on `corpus.test`,
+    decoding with `settings.beam_width` beams."""
+    return score_translator(
+        trained.model, trained.preprocessor, corpus.test, settings.beam_width
+    )[0]

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 import zoo
-from tests.zoo.conftest import ENGLISH, cli_command, cli_env, write_pairs
+from tests.zoo.conftest import ENGLISH, cli_command, cli_env, run_cli, write_pairs
 from zoo.cli import train
 from zoo.cli.errors import UsageError
 
@@ -74,7 +74,7 @@ def _args(preset, *pairs, family="translator"):
     return argparse.Namespace(
         family=family, preset=preset, overrides=list(pairs), strategy="none",
         average_epochs=None, epochs=1, seed=0, minutes=None, vocabulary_size=100,
-        beam_width=4, recipe="default", variants=False, data=None,
+        beam_width=None, recipe="default", variants=False, data=None,
     )  # fmt: skip
 
 
@@ -108,3 +108,108 @@ def test_set_values_are_read_as_json():
     ) == {"model_dim": 64, "dropout": 0.25, "tie_embeddings": False}
     rnn = zoo.RNN_TRANSLATOR_PRESETS["tiny"]["config"]
     assert train.parse_overrides(["cell=lstm"], rnn) == {"cell": "lstm"}
+
+
+# Flags a family cannot use are refused in one line, before anything is written.
+
+
+def test_average_epochs_is_refused_for_a_classifier(tmp_path):
+    result = run_cli(
+        "train", "classifier", "--average-epochs", "3", "--output-dir", tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == (
+        "keras-seq: --average-epochs applies to translator and rnn-translator; "
+        "received 3 for classifier"
+    )
+
+
+@pytest.mark.parametrize("command", [["demo"], ["train", "translator"]])
+def test_average_epochs_below_one_is_refused(tmp_path, command):
+    result = run_cli(
+        *command, "--average-epochs", "0", "--output-dir", tmp_path, timeout=120
+    )
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == "keras-seq: --average-epochs must be at least 1; received 0"
+
+
+@pytest.mark.parametrize(
+    "family, data",
+    [("classifier", "movie-reviews"), ("translator", "pairs.tsv")],
+)
+def test_train_variants_outside_the_dictionary_is_refused(tmp_path, family, data):
+    result = run_cli(
+        "train", family, "--data", data, "--variants",
+        "--output-dir", tmp_path / "run", timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message == (
+        "keras-seq: --variants applies to translators on the trans-de-en "
+        f"dictionary; received {family} on {data}"
+    )
+
+
+# What a finished run holds.
+
+
+def test_train_translator_writes_a_loadable_directory(translator_run):
+    out, _, result = translator_run
+    assert "test BLEU" in result.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["family"] == "translator"
+    assert 0.0 <= run["bleu_beam4"] <= 100.0 and run["params"] > 1000
+    assert run["epochs"] == 2 and run["averaged_epochs"] == 2
+    assert (out / "history.csv").read_text().count("\n") == 3  # header + 2
+    # The preset's max_length (tiny: 32) holds without --set max_length.
+    config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
+    assert config["config"]["max_length"] == 32
+
+
+def test_train_applies_the_named_recipe(translator_run):
+    out, _, _ = translator_run
+    settings = json.loads((out / "training.json").read_text())
+    assert settings["recipe"] == "low-resource"
+    assert settings["average_last_epochs"] == 2  # the flag's, over the recipe's 5
+    # Its values too, so a backup made under other values is not resumed.
+    assert settings["token_dropout"] == 0.1 and settings["label_smoothing"] == 0.2
+    config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
+    assert config["config"]["dropout"] == 0.2  # the recipe's, over the preset's 0.0
+    header = (out / "history.csv").read_text().splitlines()[0].split(",")
+    assert "val_bleu" in header and (out / "learning_curves.png").stat().st_size > 1000
+    refused = run_cli("train", "classifier", "--recipe", "low-resource")
+    assert refused.returncode == 1
+    assert "--recipe applies to translator and rnn-translator" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "family, expect",
+    [
+        ("rnn-translator", "test BLEU"),
+        ("classifier", "test accuracy"),
+        ("masked-language-model", "masked-token accuracy"),
+    ],
+)
+def test_train_every_family(tiny_runs, family, expect):
+    out, result = tiny_runs(family)
+    assert expect in result.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["family"] == family and run["epochs"] == 1
+
+
+def test_train_translator_on_jax_with_mixed_bfloat16(tmp_path):
+    """The GPU path (tf.data on the host feeding JAX, bfloat16), on the CPU."""
+    data = write_pairs(tmp_path / "pairs.tsv")
+    out = tmp_path / "jax"
+    result = run_cli(
+        "train", "translator", "--data", data, "--preset", "tiny", "--epochs",
+        "1", "--beam-width", "1", "--precision", "mixed_bfloat16",
+        "--output-dir", out, backend="jax",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["epochs"] == 1 and 0.0 <= run["bleu_greedy"] <= 100.0
+    assert "test BLEU" in result.stdout and "greedy" in result.stdout

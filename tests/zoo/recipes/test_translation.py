@@ -47,8 +47,8 @@ def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypa
         corpus, str(tmp_path), preset="tiny", epochs=3, vocabulary_size=60,
         average_last_epochs=2, bleu_sample=4, verbose=0,
     )  # fmt: skip
-    assert len(ends) == 3 and result["averaged_epochs"] == 2
-    model = result["model"]
+    assert len(ends) == 3 and result.averaged_epochs == 2
+    model = result.model
     for variable, last, before in zip(model.trainable_variables, ends[-1], ends[-2]):
         np.testing.assert_allclose(np.array(variable), (last + before) / 2, rtol=1e-5)
     assert not np.allclose(np.array(model.trainable_variables[0]), ends[-1][0])
@@ -78,19 +78,13 @@ def test_early_stopping_on_validation_bleu(tmp_path, monkeypatch):
         bleu_sample=3, verbose=0, early_stopping_patience=3, token_dropout=0.1,
     )  # fmt: skip
     # Epochs 3, 4 and 5 do not beat epoch 2's 6.0 (a tie is no gain): stop.
-    assert len(result["history"]["loss"]) == 5
-    assert [bleu for _, _, bleu in result["bleu_history"]] == [5, 6, 5.5, 6, 4]
+    assert len(result.history["loss"]) == 5
+    assert [bleu for _, _, bleu in result.bleu_history] == [5, 6, 5.5, 6, 4]
 
 
-def test_recipes_are_named_argument_sets(tmp_path):
+def test_a_bad_patience_is_refused_before_anything_is_written(tmp_path):
     from zoo.recipes import translation as recipe
 
-    arguments = recipe.recipe_arguments("low-resource", epochs=300, dropout=0.1)
-    assert arguments["epochs"] == 300 and arguments["dropout"] == 0.2
-    assert arguments["label_smoothing"] == 0.2 and arguments["token_dropout"] == 0.1
-    assert recipe.recipe_arguments("default", epochs=3) == {"epochs": 3}
-    with pytest.raises(ValueError, match="`recipe` must be one of"):
-        recipe.recipe_arguments("tiny-data")
     with pytest.raises(ValueError, match="`early_stopping_patience`"):
         recipe.train_translator(None, str(tmp_path), early_stopping_patience=0)
     assert not any(tmp_path.iterdir()), "refused before anything is written"

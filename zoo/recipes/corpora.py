@@ -4,7 +4,9 @@ Errors in the file (missing, not UTF-8, bad labels) and a corpus that is
 not installed are `UsageError`s, whose messages name the fix.
 """
 
+import dataclasses
 import os
+import random
 import sys
 import warnings
 
@@ -18,7 +20,7 @@ from keras_seq.data import (
     load_tsv_pairs,
     split_pairs,
 )
-from zoo.cli.errors import UsageError, reported_as_usage
+from zoo.recipes.inputs import UsageError, reported_as_usage
 
 _READ_ERRORS = (CorpusNotFoundError, ValueError)
 
@@ -85,22 +87,46 @@ def trans_de_en(path=None, **options):
         return load_trans_de_en(path, **options)
 
 
-def translation_corpus(data, variants=False):
+def translation_corpus(
+    data, variants=False, phrases=False, train_pairs=None, seed=0, dictionary=False
+):
     """The translation pairs that `--data` names.
 
     Args:
         data: `"trans-de-en"`, the dictionary's path, a `source<TAB>target`
             file, or None (trans-de-en).
         variants: bool, add the dictionary's further sentence pairs.
+        phrases: bool, add the dictionary's phrase pairs.
+        train_pairs: int or None, keep a random subset of that many
+            training pairs, drawn with `seed`.
+        seed: int.
+        dictionary: bool, read `data` as the trans-de-en dictionary
+            whatever its name.
 
     Returns:
         A `TranslationCorpus`.
     """
-    if data in ("trans-de-en", None):
-        return trans_de_en(include_variants=variants)
-    if is_trans_de_en(data):
-        return trans_de_en(data, include_variants=variants)
-    return read_pairs(data, "source<TAB>target")
+    dictionary = dictionary or is_trans_de_en(data)
+    if dictionary:
+        path = None if data in ("trans-de-en", None) else data
+        corpus = trans_de_en(path, include_variants=variants, include_phrases=phrases)
+    else:
+        corpus = read_pairs(data, "source<TAB>target")
+    if train_pairs is not None:
+        # A random subset (the seed's), so that smaller training sets cover
+        # the whole dictionary rather than its first letters.
+        count = min(train_pairs, len(corpus.train))
+        picked = random.Random(seed).sample(corpus.train, count)
+        corpus = dataclasses.replace(corpus, train=picked)
+    if dictionary:
+        print(
+            f"trans-de-en: {len(corpus.train):,} training pairs "
+            f"({corpus.phrases_added:,} dictionary phrases, "
+            f"{corpus.variants_added:,} further sentences), "
+            f"{len(corpus.validation):,} validation, {len(corpus.test):,} test",
+            flush=True,
+        )
+    return corpus
 
 
 def sentiment_corpus(data):

@@ -131,10 +131,10 @@ def _train_quietly(recipe, *args, **kwargs):
 
 def _assert_full_epochs(result, said, examples):
     assert "ran out of data" not in said, said
-    assert len(result["history"]["loss"]) == EPOCHS
+    assert len(result.history["loss"]) == EPOCHS
     # The optimizer stepped once per batch of every epoch (the weights were
     # reloaded from the best epoch; the optimizer's counter was not).
-    steps = int(result["model"].optimizer.iterations.numpy())
+    steps = int(result.model.optimizer.iterations.numpy())
     assert steps == EPOCHS * math.ceil(examples / BATCH_SIZE)
 
 
@@ -145,7 +145,7 @@ def test_classifier_trains_full_epochs_without_running_out_of_data(tmp_path):
         max_length=16, verbose=2,
     )  # fmt: skip
     _assert_full_epochs(result, said, TRAIN)
-    assert 0.0 <= result["test_accuracy"] <= 1.0
+    assert 0.0 <= result.test_accuracy <= 1.0
 
 
 def test_masked_language_model_trains_full_epochs_without_running_out_of_data(

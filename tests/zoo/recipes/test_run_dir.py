@@ -1,4 +1,4 @@
-"""`zoo.cli.run_dirs`: what `train` and `demo` may do with an output directory."""
+"""`zoo.recipes.run_dir`: what `train` and `demo` may do with an output directory."""
 
 import json
 import os
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from zoo.cli import run_dirs
-from zoo.cli.errors import UsageError
+from zoo.recipes import run_dir
+from zoo.recipes.inputs import UsageError
 
 SETTINGS = {"command": "train", "family": "translator", "seed": 0}
 
@@ -19,8 +19,8 @@ SETTINGS = {"command": "train", "family": "translator", "seed": 0}
 def _release_claims():
     """Each test's claims end with it, as the process of a run would end."""
     yield
-    for directory in list(run_dirs._HELD):
-        run_dirs.release(directory)
+    for directory in list(run_dir._HELD):
+        run_dir.release(directory)
 
 
 def _finished_run(root):
@@ -37,7 +37,7 @@ def _interrupted_run(root, settings, epochs):
     (root / "backup" / "training_metadata.json").write_text(
         json.dumps({"epoch": epochs, "batch": -1})
     )
-    (root / run_dirs.SETTINGS_FILE).write_text(json.dumps(settings))
+    (root / run_dir.SETTINGS_FILE).write_text(json.dumps(settings))
     return root
 
 
@@ -49,15 +49,15 @@ def _contents(root):
 
 def test_a_fresh_directory_is_created_and_claimed(tmp_path):
     out = tmp_path / "a" / "b"
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0
-    assert json.loads((out / run_dirs.SETTINGS_FILE).read_text()) == SETTINGS
+    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0
+    assert json.loads((out / run_dir.SETTINGS_FILE).read_text()) == SETTINGS
 
 
 def test_a_finished_run_is_kept_without_overwrite(tmp_path):
     out = _finished_run(tmp_path / "run")
     before = _contents(out)
     with pytest.raises(UsageError) as error:
-        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.claim(str(out), SETTINGS, overwrite=False)
     assert str(error.value) == (
         f"--output-dir {out} holds a finished translator run (run.json, "
         "model.keras); pass --overwrite to replace it, or choose another "
@@ -68,25 +68,25 @@ def test_a_finished_run_is_kept_without_overwrite(tmp_path):
 
 def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
     out = _finished_run(tmp_path / "run")
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
     assert sorted(os.listdir(out)) == [
-        run_dirs.LOCK_FILE,  # Until the run ends.
+        run_dir.LOCK_FILE,  # Until the run ends.
         "notes.txt",
-        run_dirs.SETTINGS_FILE,
+        run_dir.SETTINGS_FILE,
     ]
 
 
 def test_an_interrupted_run_of_the_same_settings_resumes(tmp_path):
     out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=3)
     for overwrite in (False, True):
-        assert run_dirs.claim(str(out), SETTINGS, overwrite=overwrite) == 3
+        assert run_dir.claim(str(out), SETTINGS, overwrite=overwrite) == 3
     assert (out / "backup" / "training_metadata.json").is_file()
 
 
 def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_path):
     out = _interrupted_run(tmp_path / "run", {**SETTINGS, "seed": 1}, epochs=2)
     with pytest.raises(UsageError) as error:
-        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.claim(str(out), SETTINGS, overwrite=False)
     message = str(error.value)
     assert "\n" not in message
     assert message == (
@@ -94,27 +94,27 @@ def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_pa
         "other settings (seed 1 there, 0 now); pass --overwrite to discard "
         "it, or choose another --output-dir."
     )
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
     assert not (out / "backup").exists()
 
 
 def test_a_backup_without_settings_is_another_runs(tmp_path):
     out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=2)
-    (out / run_dirs.SETTINGS_FILE).unlink()
+    (out / run_dir.SETTINGS_FILE).unlink()
     with pytest.raises(UsageError, match=r"other settings \(no readable training"):
-        run_dirs.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.claim(str(out), SETTINGS, overwrite=False)
 
 
 def test_a_file_or_an_unwritable_place_is_refused(tmp_path):
     file = tmp_path / "file"
     file.write_text("x")
     with pytest.raises(UsageError, match=r"^--export-dir .*file is a file; expected"):
-        run_dirs.check_writable(str(file), "--export-dir")
+        run_dir.check_writable(str(file), "--export-dir")
     with pytest.raises(UsageError, match=r"file is a file; expected a directory"):
-        run_dirs.check_writable(str(file / "below"), "--output-dir")
+        run_dir.check_writable(str(file / "below"), "--output-dir")
     # /proc/sys takes no new entries, whoever asks (root included).
     with pytest.raises(UsageError, match=r"^--output-dir /proc/sys/x: /proc/sys is"):
-        run_dirs.check_writable("/proc/sys/x", "--output-dir")
+        run_dir.check_writable("/proc/sys/x", "--output-dir")
 
 
 # One run per directory: a lock the kernel holds for the process.
@@ -136,7 +136,7 @@ def holder(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     process = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(out / run_dirs.LOCK_FILE)],
+        [sys.executable, "-c", _HOLD, str(out / run_dir.LOCK_FILE)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -150,7 +150,7 @@ def test_a_directory_in_use_is_refused_naming_the_other_run(holder):
     out, process = holder
     before = _contents(out)
     with pytest.raises(UsageError) as error:
-        run_dirs.claim(str(out), SETTINGS, overwrite=True)
+        run_dir.claim(str(out), SETTINGS, overwrite=True)
     assert str(error.value) == (
         f"--output-dir {out} is in use by another run (pid {process.pid} on "
         "elsewhere, started 2026-01-02 03:04:05 UTC); wait for it to end, or "
@@ -163,20 +163,20 @@ def test_the_lock_of_a_killed_run_does_not_block_the_next(holder):
     out, process = holder
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert (out / run_dirs.LOCK_FILE).is_file()  # Stale, but no one holds it.
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0
-    holder = json.loads((out / run_dirs.LOCK_FILE).read_text())
+    assert (out / run_dir.LOCK_FILE).is_file()  # Stale, but no one holds it.
+    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0
+    holder = json.loads((out / run_dir.LOCK_FILE).read_text())
     assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
-    run_dirs.release(str(out))
-    assert not (out / run_dirs.LOCK_FILE).exists()
+    run_dir.release(str(out))
+    assert not (out / run_dir.LOCK_FILE).exists()
 
 
 def test_the_holder_may_claim_again_and_a_refusal_releases(tmp_path):
     out = _finished_run(tmp_path / "run")
     with pytest.raises(UsageError, match="holds a finished translator run"):
-        run_dirs.claim(str(out), SETTINGS, overwrite=False)
-    assert not (out / run_dirs.LOCK_FILE).exists()  # Refused: released.
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=True) == 0
-    assert run_dirs.claim(str(out), SETTINGS, overwrite=False) == 0  # Ours.
-    run_dirs.release(str(out))
-    run_dirs.release(str(out))  # Releasing twice is harmless.
+        run_dir.claim(str(out), SETTINGS, overwrite=False)
+    assert not (out / run_dir.LOCK_FILE).exists()  # Refused: released.
+    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0  # Ours.
+    run_dir.release(str(out))
+    run_dir.release(str(out))  # Releasing twice is harmless.

@@ -5,7 +5,7 @@ import os
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
-from zoo.cli.errors import UsageError
+from zoo.recipes.inputs import UsageError
 
 
 def latest_version(path):

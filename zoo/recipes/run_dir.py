@@ -1,26 +1,44 @@
-"""What `train` and `demo` may do with the `--output-dir` they are given.
+"""A run directory: its layout, and the one module that writes and reads it.
+
+    <dir>/model.keras               the model (Keras format, safe to load)
+    <dir>/run.json                  family, data, settings, test figures and
+                                    a fingerprint of each vocabulary
+    <dir>/vocabulary.txt            one vocabulary (encoder-only, decoder-only)
+    <dir>/source_vocabulary.txt     or source and target vocabularies
+    <dir>/target_vocabulary.txt     (translators)
+    <dir>/preprocessor.json         a translator's `max_length` and buckets
+    <dir>/training.json             the settings of the run in progress
+    <dir>/.keras-seq.lock           held while a run uses the directory
+    <dir>/history.csv               per-epoch figures (`checkpoint_callbacks`)
+    <dir>/best.weights.h5           the best epoch's weights (idem)
+    <dir>/backup/                   `BackupAndRestore`'s, while interrupted
+    <dir>/average/                  the epochs `AverageLastEpochs` keeps
+    <dir>/learning_curves.png       loss and validation BLEU
+    <dir>/attention.png, metrics.json, saved_model/<version>/   the demo's
 
 A directory holds at most one run, and one process at a time: the run in
 progress holds an advisory lock on `LOCK_FILE` (`fcntl.flock`), which the
 kernel drops when the process ends, however it ends, so a run killed with
 SIGKILL never blocks the next (which then resumes). Before anything is
-written:
+written (`claim`):
 
 - a directory another live run holds is refused, naming that run;
-
 - a path that is a file, or a directory that cannot be written, is refused;
-- a finished run (its `run.json`, no backup) is kept unless `--overwrite`;
+- a finished run (its `run.json`, no backup) is kept unless `overwrite`;
 - an interrupted run (a `backup/` left by `BackupAndRestore`) of the same
-  settings is resumed; one of other settings is kept unless `--overwrite`.
+  settings is resumed; one of other settings is kept unless `overwrite`.
 
 The settings of the run in progress are written to `training.json` first,
-so a later command can tell whether a backup is its own.
+so a later command can tell whether a backup is its own. `read_run` and
+`read_vocabulary` refuse a directory whose vocabularies are not the ones the
+model was trained with (the fingerprints `save` records).
 """
 
 import atexit
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -28,29 +46,62 @@ import socket
 import tempfile
 import time
 
-from keras_seq.callbacks import finished_epochs
-from zoo.cli.errors import UsageError
-from zoo.recipes import model_dir
+import keras
 
+# Importing these registers the classes that a saved model and its compile
+# config name.
+import keras_seq.losses  # noqa: F401
+import keras_seq.metrics  # noqa: F401
+import keras_seq.schedules  # noqa: F401
+import zoo  # noqa: F401
+from keras_seq import text
+from keras_seq.callbacks import finished_epochs
+from keras_seq.text.translation_preprocessor import (
+    SETTINGS_FILE as PREPROCESSOR_FILE,
+)
+from keras_seq.text.translation_preprocessor import (
+    SOURCE_VOCABULARY_FILE,
+    TARGET_VOCABULARY_FILE,
+)
+from zoo.recipes.inputs import UsageError
+
+MODEL_FILE = "model.keras"
+RUN_FILE = "run.json"
 SETTINGS_FILE = "training.json"
 LOCK_FILE = ".keras-seq.lock"
+CURVES_FILE = "learning_curves.png"
+ATTENTION_FILE = "attention.png"
+METRICS_FILE = "metrics.json"
+EXPORT_DIR = "saved_model"
 BACKUP_DIR = "backup"
-# What a run writes; `--overwrite` removes these and nothing else (a demo's
+AVERAGE_DIR = "average"
+# Written by `keras_seq.callbacks.checkpoint_callbacks`, which names them.
+CHECKPOINT_FILES = ("history.csv", "best.weights.h5")
+
+
+# The translator's vocabularies and `preprocessor.json` are named by
+# `keras_seq.text.TranslationPreprocessor`, which saves them.
+VOCABULARY_FILES = {
+    "text": "vocabulary.txt",
+    "source": SOURCE_VOCABULARY_FILE,
+    "target": TARGET_VOCABULARY_FILE,
+}
+
+
+def vocabulary_file(key):
+    """The file of vocabulary `key`: "text" (the one vocabulary of an
+    encoder- or decoder-only model), "source" or "target"."""
+    return VOCABULARY_FILES[key]
+
+
+# What a run writes; `overwrite` removes these and nothing else (a demo's
 # exported SavedModel versions stay: the next export adds a version).
 RUN_FILES = (
-    model_dir.MODEL_FILE,
-    model_dir.RUN_FILE,
-    SETTINGS_FILE,
-    "vocabulary.txt",
-    "source_vocabulary.txt",
-    "target_vocabulary.txt",
-    "history.csv",
-    "best.weights.h5",
-    "metrics.json",
-    "learning_curves.png",
-    "attention.png",
-)
-RUN_DIRS = (BACKUP_DIR, "average")
+    MODEL_FILE, RUN_FILE, SETTINGS_FILE,
+    *VOCABULARY_FILES.values(), PREPROCESSOR_FILE,
+    *CHECKPOINT_FILES, METRICS_FILE, CURVES_FILE, ATTENTION_FILE,
+)  # fmt: skip
+RUN_DIRS = (BACKUP_DIR, AVERAGE_DIR)
 
 # The directories this process holds: real path -> the locked file's descriptor.
 _HELD = {}
@@ -97,9 +148,7 @@ def _read_settings(output_dir):
 
 def _finished_family(output_dir):
     try:
-        with open(
-            os.path.join(output_dir, model_dir.RUN_FILE), encoding="utf-8"
-        ) as file:
+        with open(os.path.join(output_dir, RUN_FILE), encoding="utf-8") as file:
             family = json.load(file).get("family")
     except (OSError, ValueError, AttributeError):
         family = None
@@ -254,17 +303,135 @@ def _claim_locked(output_dir, settings, overwrite, flag):
                 f"with other settings ({_differences(previous, settings)}); "
                 f"pass --overwrite to discard it, or choose another {flag}."
             )
-    elif os.path.isfile(os.path.join(output_dir, model_dir.RUN_FILE)):
+    elif os.path.isfile(os.path.join(output_dir, RUN_FILE)):
         if not overwrite:
             family = _finished_family(output_dir)
             raise UsageError(
                 f"{flag} {output_dir} holds a finished {family} run "
-                f"({model_dir.RUN_FILE}, {model_dir.MODEL_FILE}); pass "
+                f"({RUN_FILE}, {MODEL_FILE}); pass "
                 f"--overwrite to replace it, or choose another {flag}."
             )
     if overwrite:
         _remove_run(output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    with open(os.path.join(output_dir, SETTINGS_FILE), "w", encoding="utf-8") as file:
-        json.dump(settings, file, indent=2, ensure_ascii=False)
+    write_json(os.path.join(output_dir, SETTINGS_FILE), settings)
     return 0
+
+
+def write_json(path, value):
+    """Writes `value` as indented UTF-8 JSON (`run.json`, `metrics.json`,
+    `training.json`)."""
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(value, file, indent=2, ensure_ascii=False)
+
+
+def fingerprint(path):
+    """The SHA-256 of a vocabulary file's bytes (its tokens, in order)."""
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+def write_vocabularies(output_dir, vocabularies):
+    """Writes each vocabulary (a list of tokens) to its file.
+
+    Args:
+        output_dir: str, an existing directory.
+        vocabularies: dict of key (`vocabulary_file`'s) -> list of str.
+    """
+    for key, tokens in vocabularies.items():
+        text.save_vocabulary(tokens, os.path.join(output_dir, vocabulary_file(key)))
+
+
+def save(output_dir, family, model, run, vocabularies):
+    """Writes the model and `run.json` into a run directory.
+
+    The vocabularies are written by the recipe before training
+    (`write_vocabularies`); `run.json` records their fingerprints, so that
+    a vocabulary of the same size from another run is refused when the
+    directory loads.
+
+    Args:
+        output_dir: str, an existing directory.
+        family: str, the family's name.
+        model: the trained `keras.Model`.
+        run: a JSON-serializable dict (data, settings, test figures).
+        vocabularies: tuple of the family's vocabulary keys.
+    """
+    names = (vocabulary_file(key) for key in vocabularies)
+    fingerprints = {
+        name: fingerprint(os.path.join(output_dir, name))
+        for name in names
+        if os.path.isfile(os.path.join(output_dir, name))
+    }
+    model.save(os.path.join(output_dir, MODEL_FILE))
+    run = {"family": family, **run, "vocabulary_sha256": fingerprints}
+    write_json(os.path.join(output_dir, RUN_FILE), run)
+
+
+def check_files(model_dir):
+    """Refuses a directory without `run.json` or `model.keras`.
+
+    Raises:
+        ValueError: naming the missing file.
+    """
+    for name in (RUN_FILE, MODEL_FILE):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            raise ValueError(
+                f"{model_dir} has no {name}; expected a model directory "
+                "written by `keras-seq train` or `keras-seq demo`."
+            )
+
+
+def read_run(model_dir, families):
+    """The contents of `run.json`.
+
+    Args:
+        model_dir: str, the directory.
+        families: the family names a `run.json` may hold.
+
+    Raises:
+        ValueError: when it is not a JSON object naming one of `families`.
+    """
+    run_path = os.path.join(model_dir, RUN_FILE)
+    try:
+        with open(run_path, encoding="utf-8") as file:
+            run = json.load(file)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{run_path} is not a JSON file: {error}") from None
+    if not isinstance(run, dict):
+        raise ValueError(
+            f"{run_path} must hold a JSON object with a `family`; received "
+            f"a {type(run).__name__}."
+        )
+    if run.get("family") not in families:
+        raise ValueError(
+            f"{run_path}: `family` must be one of {tuple(families)}; received "
+            f"{run.get('family')!r}."
+        )
+    return run
+
+
+def load_model(model_dir):
+    """The model of `model.keras`, loaded in Keras' safe mode.
+
+    Raises:
+        ValueError: naming the file, when it is not a whole `.keras` archive
+            or holds what safe mode refuses.
+    """
+    model_path = os.path.join(model_dir, MODEL_FILE)
+    try:
+        return keras.saving.load_model(model_path, safe_mode=True)
+    except ValueError as error:
+        message = str(error).strip().splitlines()[0]
+        if message.startswith("File not found"):
+            # Keras says so of any file that is not a whole zip archive.
+            message = "not a whole .keras archive (truncated, or another format)"
+        raise ValueError(f"{model_path}: {message}") from None
+
+
+def next_export_version(output_dir):
+    """The base of the exported versions in `output_dir`, and the next
+    version number (1 + the largest there)."""
+    root = os.path.join(output_dir, EXPORT_DIR)
+    existing = os.listdir(root) if os.path.isdir(root) else []
+    return root, 1 + max([int(v) for v in existing if v.isdigit()], default=0)

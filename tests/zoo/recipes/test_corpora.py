@@ -1,0 +1,39 @@
+"""`zoo.recipes.corpora`: what `--data` names, read and checked."""
+
+import pytest
+
+from tests.zoo.conftest import write_labels, write_lines, write_pairs
+from zoo.recipes import corpora
+from zoo.recipes.inputs import UsageError
+
+
+def test_a_pairs_file_is_split_by_line_number(tmp_path):
+    corpus = corpora.translation_corpus(str(write_pairs(tmp_path / "p.tsv")))
+    assert (len(corpus.train), len(corpus.validation), len(corpus.test)) == (90, 5, 5)
+    assert corpus.test[0] == ("ich sehe ich 000.", "i see i.")
+
+
+def test_train_pairs_draws_the_seeds_subset(tmp_path):
+    path = str(write_pairs(tmp_path / "p.tsv"))
+    one = corpora.translation_corpus(path, train_pairs=7, seed=1)
+    assert len(one.train) == 7 and one.test == corpora.translation_corpus(path).test
+    assert one.train == corpora.translation_corpus(path, train_pairs=7, seed=1).train
+    assert one.train != corpora.translation_corpus(path, train_pairs=7, seed=2).train
+
+
+def test_labels_and_lines(tmp_path):
+    sentiment = corpora.sentiment_corpus(str(write_labels(tmp_path / "l.tsv")))
+    assert {label for _, label in sentiment.train} == {0, 1}
+    lines = corpora.text_corpus(str(write_lines(tmp_path / "lines.txt")))
+    assert (len(lines.train), len(lines.validation), len(lines.test)) == (180, 10, 10)
+    (tmp_path / "bad.tsv").write_text("a\t0\nb\t5\nc\t0\nd\t5\n")
+    with pytest.raises(UsageError, match=r"the class ids 0 to K-1 .* \[0, 5\]"):
+        corpora.sentiment_corpus(str(tmp_path / "bad.tsv"))
+    with pytest.raises(UsageError, match=r"^--data .*missing.tsv: no such file\.$"):
+        corpora.translation_corpus(str(tmp_path / "missing.tsv"))
+
+
+def test_the_dictionary_is_named_or_found_by_its_file_name():
+    assert corpora.is_trans_de_en(None) and corpora.is_trans_de_en("trans-de-en")
+    assert corpora.is_trans_de_en("/usr/share/trans/de-en")
+    assert not corpora.is_trans_de_en("pairs.tsv")

@@ -1,0 +1,123 @@
+"""`keras-seq demo`: the translator recipe with the demo's settings
+(`settings.DEMO`) on trans-de-en, and what the demo shows besides.
+
+`run` trains through `families.train` as `keras-seq train translator`
+does, then `show`: a cross-attention map (`attention.png`), the run's
+figures as `metrics.json`, and a new exported SavedModel version that
+translates sample sentences again, as TF Serving would.
+"""
+
+import dataclasses
+import os
+import random
+
+import numpy as np
+
+from keras_seq.text import END_ID, START_ID
+from zoo.recipes import corpora, families, plots, run_dir, saved_model, translation
+
+SAMPLES = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoResult:
+    """The trained translator and what the demo shows of it.
+
+    Attributes:
+        trained: the recipe's `translation.TranslatorResult`.
+        metrics: dict, the contents of `metrics.json`.
+        samples: list of `(source, reference, translation)` test triples.
+        served: list of str, the first samples translated through the
+            exported `serving_default`.
+        export_path: str, the exported version.
+        served_same: int, samples whose served translation equals the
+            greedy one in process.
+    """
+
+    trained: translation.TranslatorResult
+    metrics: dict
+    samples: list
+    served: list
+    export_path: str
+    served_same: int
+
+
+def run(corpus_path, output_dir, chosen, *, overwrite=False):
+    """Trains the demo's translator into `output_dir` and shows it.
+
+    Args:
+        corpus_path: str or None, the trans-de-en dictionary (None: the
+            installed one).
+        output_dir: str.
+        chosen: a `TranslatorSettings` (`settings.DEMO` with the flags).
+        overwrite: bool, replace a finished run or another run's backup.
+
+    Returns:
+        A `DemoResult`.
+    """
+    corpus = corpora.translation_corpus(
+        corpus_path, chosen.variants, chosen.phrases, chosen.train_pairs,
+        chosen.seed, dictionary=True,
+    )  # fmt: skip
+    trained = families.train(
+        "translator", corpus_path, output_dir, chosen, overwrite=overwrite,
+        corpus=corpus,
+    )  # fmt: skip
+    return show(trained, corpus, output_dir, chosen)
+
+
+def show(trained, corpus, output_dir, chosen):
+    """The attention map, `metrics.json`, and samples served by a newly
+    exported SavedModel version."""
+    plot_attention(trained, corpus, os.path.join(output_dir, run_dir.ATTENTION_FILE))
+    metrics = {
+        **trained.record(),
+        "params": int(trained.model.count_params()),
+        "epochs": len(trained.history["loss"]),
+        "vocabulary_minutes": trained.vocabulary_minutes,
+        "bleu_history": trained.bleu_history,
+        "preset": chosen.preset,
+        "seed": chosen.seed,
+        "test_pairs": len(corpus.test),
+    }
+    run_dir.write_json(os.path.join(output_dir, run_dir.METRICS_FILE), metrics)
+    picks = random.Random(chosen.seed).sample(
+        range(len(corpus.test)), min(SAMPLES, len(corpus.test))
+    )
+    (beam,) = [v for k, v in trained.test_hypotheses.items() if k != "greedy"] or [
+        trained.test_hypotheses["greedy"]
+    ]
+    samples = [(*corpus.test[i], beam[i]) for i in picks]
+    export_root, version = run_dir.next_export_version(output_dir)
+    export = families.FAMILIES["translator"].export
+    path = export(trained.model, trained.tokenizers, export_root, version, {})
+    served = saved_model.serve(path, [source for source, _, _ in samples])
+    # `serving_default` decodes greedily: compare with the greedy outputs.
+    greedy = trained.test_hypotheses.get("greedy", beam)
+    same = sum(a == greedy[i] for a, i in zip(served, picks))
+    return DemoResult(trained, metrics, samples, served, path, same)
+
+
+def plot_attention(trained, corpus, path):
+    """The cross attention of the last decoder block (mean of heads) for one
+    test sentence of middling length, so the alignment has room to show."""
+    model = trained.model
+    source = next(
+        (s for s, _ in corpus.test if 7 <= len(s.split()) <= 10), corpus.test[0][0]
+    )
+    source_ids = np.asarray(
+        translation.tokenize_to_lists(trained.source_tokenizer, [source]), "int32"
+    )[:, : model.max_length]  # Cut as every translation cuts it.
+    output = np.asarray(model.generate(source_ids))[0].tolist()
+    output = output[: output.index(END_ID) + 1] if END_ID in output else output
+    decoder_ids = np.asarray([[START_ID] + output[:-1]], "int32")
+    weights = np.asarray(model.cross_attention_weights(source_ids, decoder_ids))
+    vocab_s = trained.source_tokenizer.get_vocabulary()
+    vocab_t = trained.target_tokenizer.get_vocabulary()
+    plots.plot_attention(
+        weights[0].mean(axis=0),
+        [vocab_s[i] for i in source_ids[0]],
+        [vocab_t[i] for i in output],
+        path,
+        title="Cross attention, last decoder block (mean of heads)",
+    )

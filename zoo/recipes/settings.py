@@ -1,0 +1,193 @@
+"""What each recipe trains with: one frozen dataclass per recipe.
+
+Every default of the application is written here, once: the command line's
+flags default to None and take these values, and named recipes
+(`TRANSLATOR_RECIPES`, the demo's `DEMO`) are instances that differ from
+the defaults only where their papers or purposes say.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSettings:
+    """What every family's recipe takes.
+
+    Attributes:
+        preset: str, a preset of the family's builder.
+        epochs: int, the most epochs to train.
+        minutes: float or None, a wall-clock budget (`TimeBudget`).
+        seed: int, seeds the weights, the shuffling and any masking.
+        vocabulary_size: int, the most tokens of each WordPiece vocabulary.
+        overrides: dict of builder arguments over the preset's.
+    """
+
+    preset: str = "small"
+    epochs: int = 10
+    minutes: float | None = None
+    seed: int = 0
+    vocabulary_size: int = 8000
+    overrides: dict = dataclasses.field(default_factory=dict)
+
+    # Settings a resumed run may change: they do not change what it trains.
+    resumable = ("epochs", "minutes")
+
+    def replace(self, **changes):
+        """A copy with `changes`.
+
+        A name that is not a field is a builder argument, added to
+        `overrides` (the caller's over this one's).
+        """
+        fields = {f.name for f in dataclasses.fields(self)}
+        kept = {k: v for k, v in changes.items() if k in fields}
+        builder = {k: v for k, v in changes.items() if k not in fields}
+        overrides = {**self.overrides, **kept.pop("overrides", {}), **builder}
+        return dataclasses.replace(self, **kept, overrides=overrides)
+
+    def identity(self):
+        """What makes two runs the same run, for resuming: every setting but
+        the `resumable` ones, which may change between an interruption and
+        its resumption."""
+        values = dataclasses.asdict(self)
+        return {k: v for k, v in values.items() if k not in self.resumable}
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslatorSettings(TrainingSettings):
+    """The translator's recipe (`zoo.recipes.translation`), for the
+    Transformer and the RNN translator.
+
+    Attributes:
+        recipe: str, the name of this set of values (`TRANSLATOR_RECIPES`).
+        batch_tokens: int, tokens in a length-bucketed batch.
+        max_length: int or None, the longest sequence in tokens; None: the
+            preset's (`translation.RNN_MAX_LENGTH` for the RNN translator).
+        warmup_steps: int, of the inverse-square-root schedule.
+        learning_rate_scale: float, multiplies the learning rate.
+        label_smoothing: float in [0, 1), of the masked cross-entropy.
+        bleu_sample: int, validation pairs translated after each epoch.
+        jit_compile: bool. XLA compiles one training graph per length
+            bucket, a cost that short CPU runs do not win back.
+        shared_vocabulary: bool, one vocabulary for both sides; a model that
+            ties its embeddings always learns one.
+        ema_momentum: float or None, train with a moving average of the
+            weights (`EmaWeights`).
+        average_last_epochs: int, end with the mean weights of the last that
+            many epochs (`AverageLastEpochs`); 1 keeps the last weights.
+        token_dropout: float, word dropout of the training batches.
+        early_stopping_patience: int or None, stop once the validation BLEU
+            has not risen for that many epochs.
+        beam_width: int, beams of the test translations (1: greedy).
+        greedy_bleu: bool, also score greedy decoding (as `serving_default`
+            decodes), beside `beam_width`'s.
+        variants: bool, add trans-de-en's further sentence pairs.
+        phrases: bool, add trans-de-en's phrase pairs.
+        train_pairs: int or None, train on a random subset of that many
+            training pairs (drawn with `seed`).
+    """
+
+    recipe: str = "default"
+    batch_tokens: int = 2048
+    max_length: int | None = None
+    warmup_steps: int = 300
+    learning_rate_scale: float = 0.7
+    label_smoothing: float = 0.1
+    bleu_sample: int = 300
+    jit_compile: bool = False
+    shared_vocabulary: bool = False
+    ema_momentum: float | None = None
+    average_last_epochs: int = 1
+    token_dropout: float = 0.0
+    early_stopping_patience: int | None = None
+    beam_width: int = 4
+    greedy_bleu: bool = False
+    variants: bool = False
+    phrases: bool = False
+    train_pairs: int | None = None
+
+    resumable = (*TrainingSettings.resumable, "beam_width", "greedy_bleu")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSettings(TrainingSettings):
+    """What the encoder-only recipes share (AdamW, fixed-size batches).
+
+    Attributes:
+        batch_size: int.
+        learning_rate: float, of AdamW.
+    """
+
+    batch_size: int = 64
+    learning_rate: float = 5e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierSettings(EncoderSettings):
+    """The classifier's recipe (`zoo.recipes.tasks.train_classifier`).
+
+    Attributes:
+        max_length: int, batches are padded (texts cut) to
+            `min(max_length, the model's max_length)` tokens; the
+            movie-review snippets fit in 64.
+    """
+
+    max_length: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskedLanguageModelSettings(EncoderSettings):
+    """The masked language model's recipe
+    (`zoo.recipes.tasks.train_masked_language_model`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LanguageModelSettings(TrainingSettings):
+    """The language model's recipe (`zoo.recipes.tasks.train_language_model`).
+
+    Attributes:
+        sequence_length: int, tokens in a training window, at most the
+            model's `max_length`.
+        batch_size: int.
+        warmup_steps: int, of the inverse-square-root schedule.
+        learning_rate_scale: float, multiplies the learning rate.
+    """
+
+    sequence_length: int = 128
+    batch_size: int = 32
+    warmup_steps: int = 400
+    learning_rate_scale: float = 1.0
+
+
+# "low-resource" applies the regularisers that matter on a corpus of ~16k
+# sentence pairs (Sennrich & Zhang, 2019; Araabi & Monz, 2020): heavier
+# dropout and label smoothing, word dropout on both inputs, and many epochs
+# stopped by validation BLEU, ending with averaged weights. Two levers of
+# those papers are left out on purpose: BPE-dropout needs a BPE model (the
+# recipe's WordPiece tokenizers have no sampling mode), and layer drop would
+# leave the `small` preset's 2 decoder blocks a single one.
+LOW_RESOURCE = TranslatorSettings(
+    recipe="low-resource",
+    label_smoothing=0.2,
+    token_dropout=0.1,
+    early_stopping_patience=15,
+    average_last_epochs=5,
+    overrides={"dropout": 0.2},
+)
+TRANSLATOR_RECIPES = {s.recipe: s for s in (TranslatorSettings(), LOW_RESOURCE)}
+
+# `keras-seq demo`: the small translator for a quarter of an hour, averaged
+# over its last 5 epochs, scored with beams and greedily.
+DEMO = TranslatorSettings(
+    recipe="demo", epochs=60, minutes=15.0, average_last_epochs=5, greedy_bleu=True
+)
+
+
+def described(settings):
+    """The fields in which `settings` differs from its class's defaults, as
+    `name=value` words (for help texts)."""
+    default = type(settings)()
+    return ", ".join(
+        f"{f.name}={getattr(settings, f.name)}"
+        for f in dataclasses.fields(settings)
+        if f.name != "recipe" and getattr(settings, f.name) != getattr(default, f.name)
+    )
