@@ -286,7 +286,11 @@ def _resume_history(path, epochs, monitor, mode):
             writer = csv.DictWriter(file, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    values = [float(row[monitor]) for row in rows if row.get(monitor)]
+    # `CSVLogger` writes "NA" where an epoch logged no such value (a fit
+    # without validation data has no `val_loss`).
+    values = [
+        float(row[monitor]) for row in rows if row.get(monitor) not in ("", "NA", None)
+    ]
     if not values:
         return None
     return max(values) if mode == "max" else min(values)

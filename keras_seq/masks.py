@@ -11,12 +11,18 @@ A padding mask is (B, T); an attention mask is (B, T, S). Masks are merged
 with a logical AND, so any mask can only remove positions, never add them.
 """
 
+import contextlib
+import contextvars
+
 import keras
 import ml_dtypes
 import numpy as np
 from keras import ops
 
 PADDING_ID = 0
+
+# True inside `unread_ids()`: ids are then passed on without a host read.
+_IDS_UNREAD = contextvars.ContextVar("keras_seq_ids_unread", default=False)
 
 
 def _is_integer_dtype(dtype):
@@ -88,10 +94,38 @@ def check_id_range(ids, name, size, size_name="vocabulary_size"):
         )
 
 
+@contextlib.contextmanager
+def unread_ids():
+    """Within this context, `check_id_range` does not read tensors' ids.
+
+    On TensorFlow and JAX the ids inside a training step or a decoding loop
+    are traced and cannot be read anyway; PyTorch runs those steps eagerly,
+    and reading the ids there copies them to the host and waits for the
+    device at every step. The steps' ids were checked where they entered
+    (`fit`'s arrays, `generate`'s source), came from a tokenizer of the
+    model's vocabulary (a `tf.data` pipeline, read unchecked on every
+    backend) or from the model's own argmax. NumPy arrays are still
+    checked.
+
+    Example:
+
+    >>> with unread_ids():
+    ...     check_id_range(keras.ops.convert_to_tensor([[7]]), "ids", 5)
+    """
+    token = _IDS_UNREAD.set(True)
+    try:
+        yield
+    finally:
+        _IDS_UNREAD.reset(token)
+
+
 def _concrete_values(x):
-    """`x` as a NumPy array, or `None` when it is traced or symbolic."""
+    """`x` as a NumPy array, or `None` when it is traced, symbolic or inside
+    `unread_ids()`."""
     if isinstance(x, np.ndarray):
         return x
+    if _IDS_UNREAD.get():
+        return None
     try:
         return np.asarray(ops.convert_to_numpy(x))
     except Exception:  # Tracers and symbolic tensors cannot be read.

@@ -4,7 +4,7 @@ import inspect
 
 import keras
 
-from keras_seq.masks import check_id_range, check_token_ids
+from keras_seq.masks import check_id_range, check_token_ids, unread_ids
 
 
 def hyperparameters(model_cls):
@@ -44,12 +44,13 @@ class TokenIdsModel(keras.Model):
     names the input and the range: in an eager `call`, and in `fit`,
     `evaluate`, `predict` and the `*_on_batch` methods for arrays and
     tensors (`x`, integer `y` and `validation_data`). A `tf.data.Dataset`
-    or a generator is read batch by batch inside the compiled step, so its
+    or a generator is read batch by batch inside the training step, so its
     ids are not checked: an id out of range there fails with TensorFlow's
-    `InvalidArgumentError` on the TensorFlow backend and gives NaN logits
-    and losses on JAX. The `keras_seq.text` pipelines only hold ids of the
-    tokenizer's vocabulary, which is the model's when both come from one
-    run.
+    `InvalidArgumentError` on the TensorFlow backend, gives NaN logits
+    and losses on JAX and fails with PyTorch's `IndexError` on PyTorch,
+    whose eager steps do not read ids on the host either (`unread_ids`).
+    The `keras_seq.text` pipelines only hold ids of the tokenizer's
+    vocabulary, which is the model's when both come from one run.
 
     Subclasses name the hyperparameter that bounds integer targets in
     `label_bound` (`None`: targets are not checked).
@@ -75,6 +76,48 @@ class TokenIdsModel(keras.Model):
             if hasattr(value, "shape") and hasattr(value, "dtype"):
                 check_token_ids(value, name, self._vocabulary_of(name))
         return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    @property
+    def jit_compile(self):
+        return keras.Model.jit_compile.fget(self)
+
+    @jit_compile.setter
+    def jit_compile(self, value):
+        # Keras would hand the step to `torch.compile`, which recompiles it
+        # for every new batch shape (each length bucket: minutes on a CPU
+        # for the tiny translator) and breaks its graph at Keras' layer
+        # hooks, after which the steps run no faster than eager ones.
+        if value is True and keras.backend.backend() == "torch":
+            raise ValueError(
+                "`jit_compile=True` is refused on the PyTorch backend: "
+                "torch.compile recompiles the training step for every batch "
+                "shape and breaks its graph at Keras' layer hooks, so it trains "
+                'no faster than eager; use jit_compile=False or "auto" (eager), '
+                "or XLA with KERAS_BACKEND=tensorflow or jax."
+            )
+        keras.Model.jit_compile.fset(self, value)
+
+    def compile_from_config(self, config):
+        # A saved `jit_compile` is what "auto" resolved to on the backend
+        # that trained (True under XLA); PyTorch resolves it anew.
+        if keras.backend.backend() == "torch" and config.get("jit_compile") is True:
+            config = {**config, "jit_compile": "auto"}
+        return super().compile_from_config(config)
+
+    # PyTorch runs `fit`'s steps eagerly, on concrete ids: reading them on
+    # the host would stall every step (see `unread_ids`). TensorFlow and JAX
+    # trace the steps, where ids are never read.
+    def train_step(self, *args, **kwargs):
+        with unread_ids():
+            return super().train_step(*args, **kwargs)
+
+    def test_step(self, *args, **kwargs):
+        with unread_ids():
+            return super().test_step(*args, **kwargs)
+
+    def predict_step(self, *args, **kwargs):
+        with unread_ids():
+            return super().predict_step(*args, **kwargs)
 
     def label_size(self):
         """`(size, size_name)` bounding integer targets, or `None`."""

@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_seq.layers.attention_kernels import compiles_with_xla
+from keras_seq.masks import unread_ids
 
 STRATEGIES = ("greedy", "sample", "beam")
 # Steps between two reads of "has every row ended?" on PyTorch (see
@@ -124,12 +125,15 @@ def _without_gradients(fn):
     """`fn` under `torch.no_grad()`, as keras-hub generates on PyTorch.
 
     Without it autograd records every op of every decoding step, and the
-    key/value caches cannot be written in place (`update_cache`).
+    key/value caches cannot be written in place (`update_cache`). The
+    embeddings do not read each step's ids on the host (`unread_ids`):
+    `check_generate_input` checked the given ids, and the rest are the
+    model's own choices.
     """
     import torch  # The PyTorch backend only.
 
     def call(*inputs):
-        with torch.no_grad():
+        with torch.no_grad(), unread_ids():
             return fn(*inputs)
 
     return call
