@@ -10,12 +10,9 @@ STAMP := $(VENV)/.installed
 # serving are TensorFlow by design).
 JAX_TESTS ?= tests/layers tests/generation tests/zoo/test_*.py tests/test_masks.py \
   tests/zoo/recipes/test_translation.py
-# PyTorch runs the layers, masks and generation (where its own kernel
-# choices and eager loops are) and the builders' .keras and legacy files;
-# the slower end-to-end tests of the JAX list stay on the two compiled
-# backends, which share their code paths.
-TORCH_TESTS ?= tests/layers tests/generation tests/test_masks.py \
-  tests/zoo/test_builders.py tests/zoo/test_legacy_files.py
+# PyTorch runs the JAX list and its own training tests (eager fit, bf16,
+# resume); what cannot apply there skips with the reason in its marker.
+TORCH_TESTS ?= $(JAX_TESTS)
 
 .PHONY: setup demo test lint test-tensorflow test-jax test-torch test-tutorials tutorials clean
 
