@@ -30,9 +30,10 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 # Two workers, one a core, each given whole test files (`--dist loadfile`)
-# so that a module's shared fixtures are built once; the slowest tests are
-# listed at the end of each run.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+# so that a module's shared fixtures are built once; the files that share a
+# trained run go to one worker, first (tests/conftest.py). The slowest tests
+# are listed at the end of each run.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 test-tensorflow: setup
 	KERAS_BACKEND=tensorflow $(PYTEST) tests

@@ -43,3 +43,57 @@ def _reset_keras_state():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+# Test files that share a session fixture training a run in a fresh process
+# (tests/zoo/conftest.py, tests/reliability/conftest.py, the served
+# translator of tests/zoo/serving) go to one xdist worker together, so each
+# run is made once, not once per worker; every other file goes whole to one
+# worker, as `--dist loadfile` sends it. The groups are handed out first, in
+# this order, so that no long group starts last.
+SHARED_RUNS = {
+    "cli-runs": (
+        "tests/zoo/cli/test_train.py",
+        "tests/zoo/cli/test_evaluate.py",
+        "tests/zoo/cli/test_translate.py",
+        "tests/zoo/cli/test_export.py",
+        "tests/zoo/cli/test_generate.py",
+        "tests/zoo/cli/test_classify.py",
+    ),
+    "reliability": (
+        "tests/reliability/test_new_user_path.py",
+        "tests/reliability/test_bad_inputs.py",
+        "tests/reliability/test_fuzz.py",
+        "tests/reliability/test_safe_loading.py",
+    ),
+    "serving": (
+        "tests/zoo/serving/test_api.py",
+        "tests/zoo/serving/test_bad_requests.py",
+        "tests/zoo/serving/test_batching.py",
+        "tests/zoo/serving/test_page.py",
+    ),
+}
+_GROUP_OF = {path: group for group, paths in SHARED_RUNS.items() for path in paths}
+
+
+def _group(nodeid):
+    path = nodeid.split("::")[0]
+    return _GROUP_OF.get(path, path)
+
+
+def pytest_collection_modifyitems(items):
+    """The shared groups' tests first (the order xdist hands groups out in,
+    with `--no-loadscope-reorder`)."""
+    rank = {group: i for i, group in enumerate(SHARED_RUNS)}
+    items.sort(key=lambda item: rank.get(_group(item.nodeid), len(rank)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the files of a `SHARED_RUNS` group as one."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedRunsScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return _group(nodeid)
+
+    return SharedRunsScheduling(config, log)
