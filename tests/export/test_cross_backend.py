@@ -9,12 +9,12 @@ TensorFlow, exports the string-in/string-out SavedModel, and the exported
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import keras
 import pytest
+
+from tests.command_line import run_cli
+from tests.zoo.conftest import write_pairs
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
@@ -26,35 +26,14 @@ pytestmark = pytest.mark.skipif(
 SENTENCES = ("ich sehe du 010.", "er mag sie 231.", "wir kennen ich.", "")
 
 
-def _pairs(path):
-    """100 German-English pairs of a pronoun, a verb and an object."""
-    german = ["ich", "du", "er", "sie", "wir"]
-    english = ["i", "you", "he", "she", "we"]
-    verbs = [("sehe", "see"), ("rufe", "call"), ("kenne", "know"), ("mag", "like")]
-    rows = [
-        f"{de_s} {de_v} {de_o} {i}{j}{k}.\t{en_s} {en_v} {en_o}."
-        for i, (de_s, en_s) in enumerate(zip(german, english))
-        for j, (de_v, en_v) in enumerate(verbs)
-        for k, (de_o, en_o) in enumerate(zip(german, english))
-    ]
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
 def _cli(backend, *args):
     """`keras-seq ARGS` in a fresh process on `backend`."""
-    return subprocess.run(
-        [sys.executable, "-m", "keras_seq_cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3"),
-    )
+    return run_cli(*args, backend=backend)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    return _pairs(tmp_path_factory.mktemp("cross_backend") / "pairs.tsv")
+    return write_pairs(tmp_path_factory.mktemp("cross_backend") / "pairs.tsv")
 
 
 # One training step leaves the weights near their initial values; with these

@@ -6,14 +6,11 @@ from a translator and a classifier. Untrained models are enough here: the
 tests check how inputs are refused or survived, not what is predicted.
 """
 
-import os
-import subprocess
-import sys
-
 import keras
 import pytest
 
 from keras_seq import text
+from tests import command_line
 
 WORDS = [f"w{i}" for i in range(24)]
 PUNCTUATION = [".", "!", "?", ",", "'", "-"]
@@ -34,21 +31,16 @@ def requires_tensorflow():
     )
 
 
-def run_cli(*args, cwd=None, timeout=240):
-    """`keras-seq ARGS` (`python -m keras_seq_cli`) in a fresh process.
+def run_cli(*args, cwd=None, timeout=240, in_process=False):
+    """`keras-seq ARGS`, in a fresh process or this one
+    (`tests.command_line.run_cli`).
 
     Returns:
         `(returncode, stderr lines without TensorFlow's start-up logs,
         whole stderr)`.
     """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
-    result = subprocess.run(
-        [sys.executable, "-m", "keras_seq_cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=cwd,
+    result = command_line.run_cli(
+        *args, cwd=cwd, timeout=timeout, in_process=in_process
     )
     lines = [
         line

@@ -553,7 +553,9 @@ def test_command_line_exits_with_one_line(
     cli_paths, command, problem, arguments, status, match
 ):
     arguments = [a.format(**cli_paths) for a in arguments]
-    returncode, lines, stderr = run_cli(*arguments, cwd=cli_paths["root"])
+    returncode, lines, stderr = run_cli(
+        *arguments, cwd=cli_paths["root"], in_process=True
+    )
     assert "Traceback" not in stderr, stderr[-3000:]
     assert returncode == status, stderr[-3000:]
     assert lines, "nothing on stderr"

@@ -4,22 +4,15 @@ Training in a fresh process is the slow part of these tests; a directory
 made once per session serves every test that only reads it.
 """
 
-import os
 import subprocess
-import sys
 
 import pytest
 
+from tests.command_line import cli_command, cli_env, run_cli
+
+__all__ = ["cli_command", "cli_env", "run_cli"]
+
 ENGLISH = ["i", "you", "he", "she", "we"]
-
-
-def cli_command(*args):
-    """`keras-seq ARGS` as a fresh process runs it."""
-    return [sys.executable, "-m", "keras_seq_cli", *map(str, args)]
-
-
-def cli_env(backend="tensorflow"):
-    return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND=backend)
 
 
 def write_lines(path):
@@ -74,18 +67,6 @@ def language_model_run(tmp_path_factory):
         process.out, process.err = process.communicate(timeout=600)
     processes.sort(key=lambda p: p.returncode)
     return out, data, processes
-
-
-def run_cli(*args, timeout=600, backend="tensorflow", **options):
-    """`keras-seq ARGS` in a fresh process, its output captured as text."""
-    return subprocess.run(
-        cli_command(*args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=cli_env(backend),
-        **options,
-    )
 
 
 def write_labels(path):

@@ -11,7 +11,7 @@ TRANS = "/usr/share/trans/de-en"
 
 
 def test_missing_corpus_is_one_line_with_the_fix(tmp_path):
-    result = run_cli("demo", "--corpus", tmp_path / "nope", timeout=120)
+    result = run_cli("demo", "--corpus", tmp_path / "nope", in_process=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     message = result.stderr.strip().splitlines()[-1]
@@ -21,7 +21,7 @@ def test_missing_corpus_is_one_line_with_the_fix(tmp_path):
 
 def test_demo_train_pairs_below_one_is_refused(tmp_path):
     out = tmp_path / "demo"
-    result = run_cli("demo", "--train-pairs", "0", "--output-dir", out, timeout=120)
+    result = run_cli("demo", "--train-pairs", "0", "--output-dir", out, in_process=True)
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
     assert message == "keras-seq: --train-pairs must be at least 1; received 0"

@@ -42,7 +42,9 @@ def test_every_family_evaluates(tiny_runs, family, key):
     if family == "classifier":
         run = json.loads((out / "run.json").read_text())
         assert figures[key] == pytest.approx(run[key], abs=1e-4)
-        refused = run_cli("evaluate", "--model-dir", out, "--beam-width", "2")
+        refused = run_cli(
+            "evaluate", "--model-dir", out, "--beam-width", "2", in_process=True
+        )
         assert refused.returncode == 1
         assert "--beam-width applies to translator and rnn-translator" in (
             refused.stderr

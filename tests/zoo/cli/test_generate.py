@@ -1,22 +1,14 @@
 """`keras-seq generate` and `TrainedModel.generate`: a seed that repeats,
 each prompt drawn as if alone, and every bound checked before any work."""
 
-import subprocess
-
 import pytest
 
-from tests.zoo.conftest import cli_command, cli_env
+from tests.zoo.conftest import run_cli
 from zoo.recipes import model_dir
 
 
-def _generate(out, *args):
-    result = subprocess.run(
-        cli_command("generate", "--model-dir", out, *args),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=cli_env(),
-    )
+def _generate(out, *args, in_process=False):
+    result = run_cli("generate", "--model-dir", out, *args, in_process=in_process)
     return result.returncode, result.stdout.splitlines(), result.stderr
 
 
@@ -46,7 +38,9 @@ def test_each_prompts_draw_comes_from_the_seed_and_the_prompt(
     ],
 )  # fmt: skip
 def test_a_bound_of_the_model_is_one_line(language_model_run, flag, value, message):
-    status, lines, stderr = _generate(language_model_run[0], flag, value, "you")
+    status, lines, stderr = _generate(
+        language_model_run[0], flag, value, "you", in_process=True
+    )
     assert status == 1 and lines == [] and "Traceback" not in stderr
     size = len((language_model_run[0] / "vocabulary.txt").read_text().splitlines())
     assert stderr.strip().splitlines()[-1] == "keras-seq: " + message.format(size=size)

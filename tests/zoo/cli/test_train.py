@@ -116,7 +116,7 @@ def test_set_values_are_read_as_json():
 def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     result = run_cli(
         "train", "classifier", "--average-epochs", "3", "--output-dir", tmp_path,
-        timeout=120,
+        in_process=True,
     )  # fmt: skip
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
@@ -129,7 +129,7 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
 @pytest.mark.parametrize("command", [["demo"], ["train", "translator"]])
 def test_average_epochs_below_one_is_refused(tmp_path, command):
     result = run_cli(
-        *command, "--average-epochs", "0", "--output-dir", tmp_path, timeout=120
+        *command, "--average-epochs", "0", "--output-dir", tmp_path, in_process=True
     )
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
@@ -143,7 +143,7 @@ def test_average_epochs_below_one_is_refused(tmp_path, command):
 def test_train_variants_outside_the_dictionary_is_refused(tmp_path, family, data):
     result = run_cli(
         "train", family, "--data", data, "--variants",
-        "--output-dir", tmp_path / "run", timeout=120,
+        "--output-dir", tmp_path / "run", in_process=True,
     )  # fmt: skip
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
@@ -180,7 +180,9 @@ def test_train_applies_the_named_recipe(translator_run):
     assert config["config"]["dropout"] == 0.2  # the recipe's, over the preset's 0.0
     header = (out / "history.csv").read_text().splitlines()[0].split(",")
     assert "val_bleu" in header and (out / "learning_curves.png").stat().st_size > 1000
-    refused = run_cli("train", "classifier", "--recipe", "low-resource")
+    refused = run_cli(
+        "train", "classifier", "--recipe", "low-resource", in_process=True
+    )
     assert refused.returncode == 1
     assert "--recipe applies to translator and rnn-translator" in refused.stderr
 

@@ -23,7 +23,7 @@ def test_a_mismatched_vocabulary_is_refused(translator_run, tmp_path):
     shutil.copytree(translator_run[0], copy)
     vocabulary = (copy / "target_vocabulary.txt").read_text().splitlines()
     (copy / "target_vocabulary.txt").write_text("\n".join(vocabulary[:-3]) + "\n")
-    result = run_cli("translate", "--model-dir", copy, "ich sehe du.")
+    result = run_cli("translate", "--model-dir", copy, "ich sehe du.", in_process=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     message = result.stderr.strip().splitlines()[-1]
@@ -31,12 +31,17 @@ def test_a_mismatched_vocabulary_is_refused(translator_run, tmp_path):
 
 
 def test_translate_refuses_a_missing_or_wrong_directory(tmp_path):
-    result = run_cli("translate", "--model-dir", tmp_path, "hallo.")
+    result = run_cli("translate", "--model-dir", tmp_path, "hallo.", in_process=True)
     assert result.returncode == 1
     assert "has no run.json" in result.stderr and "Traceback" not in result.stderr
-    both = run_cli("translate", "--model-dir", tmp_path, "--saved-model", tmp_path)
+    both = run_cli(
+        "translate", "--model-dir", tmp_path, "--saved-model", tmp_path,
+        in_process=True,
+    )  # fmt: skip
     assert both.returncode == 1
     assert "give exactly one of --model-dir and --saved-model" in both.stderr
-    greedy = run_cli("translate", "--saved-model", tmp_path, "--beam-width", "2")
+    greedy = run_cli(
+        "translate", "--saved-model", tmp_path, "--beam-width", "2", in_process=True
+    )
     assert greedy.returncode == 1
     assert "--beam-width applies to --model-dir" in greedy.stderr
