@@ -28,13 +28,20 @@ def model():
 
 
 def _full_recompute(model, prompt, steps):
-    tokens = prompt.copy()
+    """Greedy decoding by one full forward pass per step, no cache; the
+    tokens are padded to one length so every pass has one shape (one trace
+    on JAX), and causal attention keeps the padding out of earlier logits."""
+    length = prompt.shape[1]
+    tokens = np.zeros((prompt.shape[0], length + steps - 1), "int32")
+    tokens[:, :length] = prompt
     step_logits = []
-    for _ in range(steps):
-        logits = np.asarray(keras.ops.convert_to_numpy(model(tokens)))[:, -1]
+    for t in range(steps):
+        logits = keras.ops.convert_to_numpy(model(tokens))[:, length - 1 + t]
         step_logits.append(logits)
-        tokens = np.concatenate([tokens, logits.argmax(-1)[:, None]], 1)
-    return tokens[:, prompt.shape[1] :].astype("int32"), np.stack(step_logits, 1)
+        if t + 1 < steps:
+            tokens[:, length + t] = logits.argmax(-1)
+    ids = np.stack([logits.argmax(-1) for logits in step_logits], 1)
+    return ids.astype("int32"), np.stack(step_logits, 1)
 
 
 def test_cached_steps_equal_full_recompute(model):

@@ -375,13 +375,15 @@ def test_generate_greedy_equals_full_recompute(cell):
     model = zoo.build_rnn_translator("tiny", cell=cell)
     source = _pair()["encoder_token_ids"]
     steps = 6
-    tokens = np.full((3, 1), 2, "int32")
-    for _ in range(steps):
+    # One padded length for every pass (one trace on JAX); the recurrence
+    # runs left to right, so the padding cannot reach earlier steps.
+    tokens = np.zeros((3, steps + 1), "int32")
+    tokens[:, 0] = 2
+    for t in range(steps):
         logits = _numpy(
             model({"encoder_token_ids": source, "decoder_token_ids": tokens})
         )
-        next_ids = logits[:, -1].argmax(-1).astype("int32")[:, None]
-        tokens = np.concatenate([tokens, next_ids], axis=1)
+        tokens[:, t + 1] = logits[:, t].argmax(-1)
     expected = tokens[:, 1:]
     assert len(np.unique(expected)) > 2  # Not a degenerate path.
     generated = _numpy(model.generate(source, max_new_tokens=steps, end_token_id=-1))

@@ -50,16 +50,25 @@ def _source(seed=0):
 
 
 def _full_recompute_greedy(model, source, steps):
-    tokens = np.full((source.shape[0], 1), START, "int32")
-    all_logits = []
-    for _ in range(steps):
+    """Greedy decoding by one full forward pass per step, no cache.
+
+    The prefix is padded to `steps` tokens, so every pass has one shape (one
+    trace on JAX instead of one a length); the padding after position `t`
+    cannot change position `t`'s logits (the causal and padding masks,
+    tested in tests/layers).
+    """
+    tokens = np.zeros((source.shape[0], steps), "int32")
+    tokens[:, 0] = START
+    ids, all_logits = [], []
+    for t in range(steps):
         logits = np.asarray(
             model({"encoder_token_ids": source, "decoder_token_ids": tokens})
-        )
-        all_logits.append(logits[:, -1])
-        next_ids = logits[:, -1].argmax(-1).astype("int32")
-        tokens = np.concatenate([tokens, next_ids[:, None]], axis=1)
-    return tokens[:, 1:], np.stack(all_logits, axis=1)
+        )[:, t]
+        all_logits.append(logits)
+        ids.append(logits.argmax(-1).astype("int32"))
+        if t + 1 < steps:
+            tokens[:, t + 1] = ids[-1]
+    return np.stack(ids, axis=1), np.stack(all_logits, axis=1)
 
 
 @pytest.mark.parametrize("tie", [False, True])
