@@ -43,6 +43,7 @@ def _command(data, output_dir):
         "--seed", "0", "--vocabulary-size", "300", "--deterministic",
         # The mean of the last 3 epochs: epoch 2's copy must survive the kill.
         "--average-epochs", "3",
+        "--beam-width", "1",  # greedy test scores: the resume is the point here
         "--output-dir", str(output_dir),
     ]  # fmt: skip
 
