@@ -50,9 +50,9 @@ keras.utils.set_random_seed(SEED)
 IMAGES = os.path.join(os.pardir, "docs", "images")
 
 if QUICK:
-    PRESET, TRAIN_PAIRS, VOCABULARY, MAX_LENGTH = "tiny", 4000, 1000, 48
-    EPOCHS, MINUTES, WARMUP, LR_SCALE = 3, 0.5, 100, 1.0
-    TEST_PAIRS = 200
+    PRESET, TRAIN_PAIRS, VOCABULARY, MAX_LENGTH = "tiny", 2000, 1000, 48
+    EPOCHS, MINUTES, WARMUP, LR_SCALE = 2, 0.5, 100, 1.0
+    TEST_PAIRS = 80
 else:
     # Fixed epochs, so that the numbers do not depend on the machine's load;
     # the time budget only guards against a much slower machine.
@@ -462,7 +462,7 @@ print(f"fresh process, keras_seq not imported: {len(batch)} translations identic
 # copies leave the model above, and the exported SavedModel, untouched.
 
 # %%
-TUNE_PAIRS, TUNE_EPOCHS, SCORED_SENTENCES = (600, 2, 200) if QUICK else (4000, 5, None)
+TUNE_PAIRS, TUNE_EPOCHS, SCORED_SENTENCES = (300, 2, 100) if QUICK else (4000, 5, None)
 # One padded length, so that each copy traces one training graph and one
 # scoring graph: tracing, not arithmetic, is most of the time at this size.
 ONE_BUCKET = [MAX_LENGTH]

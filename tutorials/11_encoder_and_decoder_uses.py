@@ -55,7 +55,7 @@ if QUICK:
     CLASSIFIER = {**TINY, "epochs": 2}
     MASKED_LM = {**TINY, "epochs": 1, "max_length": 64}
     LANGUAGE_MODEL = {**TINY, "epochs": 1, "max_length": 64}
-    MLM_SENTENCES, LM_LINES, LM_SEQUENCE = 2000, 4000, 32
+    MLM_SENTENCES, LM_LINES, LM_SEQUENCE = 1000, 2000, 32
     FINE_TUNE_LABELS, FINE_TUNE_EPOCHS = 256, 1
 else:
     # Fixed epochs, so that the numbers do not depend on the machine's load;
