@@ -44,13 +44,12 @@ class TokenIdsModel(keras.Model):
     names the input and the range: in an eager `call`, and in `fit`,
     `evaluate`, `predict` and the `*_on_batch` methods for arrays and
     tensors (`x`, integer `y` and `validation_data`). A `tf.data.Dataset`
-    or a generator is read batch by batch inside the training step, so its
-    ids are not checked: an id out of range there fails with TensorFlow's
-    `InvalidArgumentError` on the TensorFlow backend, gives NaN logits
-    and losses on JAX and fails with PyTorch's `IndexError` on PyTorch,
-    whose eager steps do not read ids on the host either (`unread_ids`).
-    The `keras_seq.text` pipelines only hold ids of the tokenizer's
-    vocabulary, which is the model's when both come from one run.
+    is read batch by batch, so its batches are checked in the pipeline
+    itself, on the host and on every backend: a batch with an id out of
+    range stops the pipeline with an `InvalidArgumentError` whose message
+    names the input and the range, before any step sees it (inside the step
+    the ids are not read: PyTorch's eager steps would stall on the host,
+    see `unread_ids`). A Python generator is not checked.
 
     Subclasses name the hyperparameter that bounds integer targets in
     `label_bound` (`None`: targets are not checked).
@@ -131,15 +130,20 @@ class TokenIdsModel(keras.Model):
         validation = arguments.get("validation_data")
         if isinstance(validation, (list, tuple)) and 2 <= len(validation) <= 3:
             self._check_data(validation[0], validation[1], "validation_data")
-        return super().fit(x, y, *args, **kwargs)
+        else:
+            arguments["validation_data"] = self._checked_dataset(
+                validation, "validation_data"
+            )
+        arguments["x"] = self._checked_dataset(x)
+        return super().fit(**arguments)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         self._check_data(x, y)
-        return super().evaluate(x, y, *args, **kwargs)
+        return super().evaluate(self._checked_dataset(x), y, *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
         self._check_data(x)
-        return super().predict(x, *args, **kwargs)
+        return super().predict(self._checked_dataset(x), *args, **kwargs)
 
     def train_on_batch(self, x, y=None, *args, **kwargs):
         self._check_data(x, y)
@@ -185,11 +189,65 @@ class TokenIdsModel(keras.Model):
         if label_size is not None and _is_array(y) and _is_integer(y.dtype):
             check_id_range(y, "y" if prefix is None else f"{prefix}[1]", *label_size)
 
+    def _checked_dataset(self, data, prefix="x"):
+        """`data`, a `tf.data.Dataset`, with each batch's ids checked as it
+        is read; anything else as it is.
+
+        The check runs in the pipeline, in TensorFlow on the host, so a
+        step never reads ids for it on any backend.
+        """
+        if not _is_dataset(data):
+            return data
+        import tensorflow as tf
+
+        def check(*element):
+            inputs = element[0]  # (x, y, ...) or x alone
+            checks = []
+            for input_name, ids in self._named_inputs(inputs):
+                size = self._vocabulary_of(input_name)
+                if size is None or not ids.dtype.is_integer:
+                    continue
+                # No quotes: TensorFlow prints the message escaped.
+                name = f"{input_name}` in the `{prefix}` dataset"
+                size_name = INPUT_VOCABULARIES[input_name]
+                low, high = tf.reduce_min(ids), tf.reduce_max(ids)
+                checks.append(
+                    tf.debugging.Assert(
+                        tf.logical_or(
+                            tf.size(ids) == 0,
+                            tf.logical_and(low >= 0, high < size),
+                        ),
+                        [
+                            f"`{name} must lie in [0, {size}) "
+                            f"({size_name}={size}); a batch holds values in "
+                            "[min, max] =",
+                            low,
+                            high,
+                        ],
+                    )
+                )
+            with tf.control_dependencies(checks):
+                return tf.nest.map_structure(tf.identity, element)
+
+        def checked(*element):
+            element = check(*element)
+            return element if len(element) > 1 else element[0]
+
+        return data.map(checked)
+
+
+def _is_dataset(data):
+    # Without importing TensorFlow, which a PyTorch or JAX machine may lack.
+    return any(
+        cls.__module__.startswith("tensorflow") and cls.__name__ == "DatasetV2"
+        for cls in type(data).__mro__
+    )
+
 
 def _bind(method, *args, **kwargs):
     """The arguments of a call to `method`, by name (without `self`)."""
     bound = inspect.signature(method).bind(None, *args, **kwargs)
-    return bound.arguments
+    return {k: v for k, v in bound.arguments.items() if k != "self"}
 
 
 def _is_array(value):

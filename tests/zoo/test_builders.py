@@ -158,3 +158,41 @@ def test_plot_model_draws_the_translator_graph(tmp_path):
     keras.utils.plot_model(zoo.build_translator("tiny"), to_file=str(path))
     assert path.stat().st_size > 1000
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_dataset_batch_with_an_id_past_the_vocabulary_stops_the_pipeline():
+    """`tf.data` batches are checked as they are read, on every backend
+    (unchecked, JAX reads NaN and PyTorch raises an IndexError), in one
+    message that names the input and the range."""
+    tf = pytest.importorskip("tensorflow")
+
+    keras.utils.set_random_seed(0)
+    model = zoo.build_translator("tiny", vocabulary_size=30, max_length=8)
+    model.compile("adam", MaskedSparseCategoricalCrossentropy())
+    source = _ids(8, 6, 30)
+
+    def dataset(source):
+        features = {"encoder_token_ids": source, "decoder_token_ids": source}
+        return tf.data.Dataset.from_tensor_slices((features, source)).batch(4)
+
+    good = dataset(source)
+    history = model.fit(good, validation_data=good, shuffle=False, verbose=0)
+    assert np.isfinite(history.history["val_loss"]).all()
+    bad_source = source.copy()
+    bad_source[5, 1] = 33  # in the second batch
+    bad = dataset(bad_source)
+    message = (
+        "`encoder_token_ids` in the `{}` dataset must lie in [0, 30) "
+        "(source_vocabulary_size=30); a batch holds values in [min, max] ="
+    )
+    calls = {
+        "x": lambda: model.fit(bad, shuffle=False, verbose=0),
+        "validation_data": lambda: model.fit(
+            good, validation_data=bad, shuffle=False, verbose=0
+        ),
+    }
+    for prefix, call in calls.items():
+        with pytest.raises(tf.errors.InvalidArgumentError) as refused:
+            call()
+        assert message.format(prefix) in str(refused.value)
+        assert "33" in str(refused.value).split(message.format(prefix))[1][:40]
