@@ -12,8 +12,9 @@ import os
 import random
 
 import numpy as np
+import tensorflow as tf
 
-from keras_seq.text import END_ID, START_ID
+from keras_seq.text import END_ID, PAD_ID, START_ID
 from zoo.recipes import corpora, families, plots, run_dir, saved_model, translation
 
 SAMPLES = 8
@@ -90,7 +91,7 @@ def show(trained, corpus, output_dir, chosen):
     samples = [(*corpus.test[i], beam[i]) for i in picks]
     export_root, version = run_dir.next_export_version(output_dir)
     export = families.FAMILIES["translator"].export
-    path = export(trained.model, trained.tokenizers, export_root, version, {})
+    path = export(trained, export_root, version)
     served = saved_model.serve(path, [source for source, _, _ in samples])
     # `serving_default` decodes greedily: compare with the greedy outputs.
     greedy = trained.test_hypotheses.get("greedy", beam)
@@ -105,9 +106,9 @@ def plot_attention(trained, corpus, path):
     source = next(
         (s for s, _ in corpus.test if 7 <= len(s.split()) <= 10), corpus.test[0][0]
     )
-    source_ids = np.asarray(
-        translation.tokenize_to_lists(trained.source_tokenizer, [source]), "int32"
-    )[:, : model.max_length]  # Cut as every translation cuts it.
+    # Tokenized and cut as every path tokenizes, then without the padding.
+    padded = np.asarray(trained.preprocessor.generate_preprocess(tf.constant([source])))
+    source_ids = padded[:, padded[0] != PAD_ID]
     output = np.asarray(model.generate(source_ids))[0].tolist()
     output = output[: output.index(END_ID) + 1] if END_ID in output else output
     decoder_ids = np.asarray([[START_ID] + output[:-1]], "int32")

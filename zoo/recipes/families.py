@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable
 
 import zoo
-from keras_seq import text
 from zoo.recipes import corpora, run_dir, runtime, settings, tasks, translation
 from zoo.recipes.inputs import UsageError, reported_as_usage
 
@@ -33,7 +32,9 @@ class Family:
             the recipe's typed result, scored on the test split.
         evaluate: `(trained, corpus, settings) -> dict` of test figures,
             where `trained` is a `model_dir.TrainedModel`.
-        export: `(model, tokenizers, export_dir, version, run) -> path`, or
+        export: `(trained, export_dir, version) -> path`, where `trained`
+            has the `model`, `tokenizers` and `run` of a
+            `model_dir.TrainedModel` (and a translator's `preprocessor`), or
             None where the family has no serving signature.
     """
 
@@ -69,28 +70,27 @@ def _read_translation(data, chosen):
     )
 
 
-def _export_translator(model, tokenizers, export_dir, version, run):
-    preprocessor = text.TranslationPreprocessor(
-        tokenizers["source"], tokenizers["target"], max_length=model.max_length
-    )
+def _export_translator(trained, export_dir, version):
+    # The run's own preprocessor (its saved buckets and max_length), so the
+    # served graph cuts and pads as training and `translate` did.
     return _exporter().export_translator(
-        model, preprocessor, export_dir, version=version
+        trained.model, trained.preprocessor, export_dir, version=version
     )
 
 
-def _export_classifier(model, tokenizers, export_dir, version, run):
+def _export_classifier(trained, export_dir, version):
     return _exporter().export_classifier(
-        model,
-        tokenizers["text"],
+        trained.model,
+        trained.tokenizers["text"],
         export_dir,
         version=version,
-        max_length=run.get("max_length"),
+        max_length=trained.run.get("max_length"),
     )
 
 
-def _export_language_model(model, tokenizers, export_dir, version, run):
+def _export_language_model(trained, export_dir, version):
     return _exporter().export_language_model(
-        model, tokenizers["text"], export_dir, version=version
+        trained.model, trained.tokenizers["text"], export_dir, version=version
     )
 
 
@@ -308,6 +308,4 @@ def export(trained, export_dir, version):
             f"`export` serves {', '.join(SERVED)} directories; "
             f"{trained.path} holds a {trained.family}."
         )
-    return family.export(
-        trained.model, trained.tokenizers, export_dir, version, trained.run
-    )
+    return family.export(trained, export_dir, version)

@@ -63,3 +63,28 @@ def test_export_refuses_a_family_without_a_signature():
     trained = model_dir.TrainedModel("runs/x", "masked-language-model", None, {}, {})
     with pytest.raises(ValueError, match=r"^`export` serves translator, classifier"):
         families.export(trained, "/nowhere", 1)
+
+
+def test_a_translator_exports_with_the_preprocessor_of_its_run(monkeypatch):
+    """The served graph gets the run's `TranslationPreprocessor` itself (its
+    saved buckets and `max_length`), not one rebuilt from the tokenizers."""
+    import types
+
+    from keras_seq import export as exporter
+
+    exported = {}
+
+    def export_translator(model, preprocessor, export_dir, version):
+        exported.update(model=model, preprocessor=preprocessor, version=version)
+        return f"{export_dir}/{version}"
+
+    monkeypatch.setattr(exporter, "export_translator", export_translator)
+    trained = types.SimpleNamespace(
+        family="translator", model=object(), preprocessor=object(), run={}
+    )
+    assert families.export(trained, "served", 3) == "served/3"
+    assert exported == {
+        "model": trained.model,
+        "preprocessor": trained.preprocessor,
+        "version": 3,
+    }
