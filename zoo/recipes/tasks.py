@@ -140,28 +140,39 @@ def _show(labels, limit=10):
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassifierResult:
-    """A trained classifier and its figures.
+class OneVocabularyResult:
+    """What the result of every one-vocabulary recipe holds.
 
     Attributes:
-        model: the `keras.Model`, with the best validation epoch's weights.
+        model: the `keras.Model`.
         tokenizer: the tokenizer of its vocabulary.
         history: Keras' dict of per-epoch figures.
-        test_accuracy: float in [0, 1].
-        max_length: int, the tokens a text is cut to.
     """
 
     model: keras.Model
     tokenizer: object
     history: dict
-    test_accuracy: float
-    max_length: int
 
     notes = ()  # Lines printed after the summary.
 
     @property
     def tokenizers(self):
+        """The vocabularies by `run_dir.vocabulary_file` key."""
         return {"text": self.tokenizer}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierResult(OneVocabularyResult):
+    """A trained classifier and its figures (`model` has the best validation
+    epoch's weights).
+
+    Attributes:
+        test_accuracy: float in [0, 1].
+        max_length: int, the tokens a text is cut to.
+    """
+
+    test_accuracy: float
+    max_length: int
 
     def record(self):
         """The figures `run.json` keeps (`max_length` cuts `classify`'s texts)."""
@@ -265,13 +276,10 @@ def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
 
 
 @dataclasses.dataclass(frozen=True)
-class LanguageModelResult:
+class LanguageModelResult(OneVocabularyResult):
     """A trained language model and its figures.
 
     Attributes:
-        model: the `keras.Model`.
-        tokenizer: the tokenizer of its vocabulary.
-        history: Keras' dict of per-epoch figures.
         validation_perplexity: float, per WordPiece token.
         test_perplexity: float, per WordPiece token.
         sequence_length: int, tokens of a training window.
@@ -279,17 +287,10 @@ class LanguageModelResult:
             `run_language_model` draws it).
     """
 
-    model: keras.Model
-    tokenizer: object
-    history: dict
     validation_perplexity: float
     test_perplexity: float
     sequence_length: int
     sample: str = ""
-
-    @property
-    def tokenizers(self):
-        return {"text": self.tokenizer}
 
     def record(self):
         """The figures `run.json` keeps (`evaluate` reads `sequence_length`)."""
@@ -421,28 +422,16 @@ def evaluate_language_model(trained, corpus, settings):
 
 
 @dataclasses.dataclass(frozen=True)
-class MaskedLanguageModelResult:
+class MaskedLanguageModelResult(OneVocabularyResult):
     """A trained masked language model and its figures.
 
     Attributes:
-        model: the `keras.Model`.
-        tokenizer: the tokenizer of its vocabulary.
-        history: Keras' dict of per-epoch figures.
         validation_masked_accuracy: float in [0, 1].
         max_length: int, the model's.
     """
 
-    model: keras.Model
-    tokenizer: object
-    history: dict
     validation_masked_accuracy: float
     max_length: int
-
-    notes = ()  # Lines printed after the summary.
-
-    @property
-    def tokenizers(self):
-        return {"text": self.tokenizer}
 
     def record(self):
         """The figures `run.json` keeps."""
