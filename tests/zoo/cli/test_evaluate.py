@@ -22,7 +22,9 @@ def test_evaluate_reports_the_training_bleu(translator_run):
 
 def test_a_language_model_run_evaluates(language_model_run):
     """The run of `tests/zoo/cli/test_train.py`'s two-process test, shared."""
-    evaluated = run_cli("evaluate", "--model-dir", language_model_run[0])
+    evaluated = run_cli(
+        "evaluate", "--model-dir", language_model_run[0], in_process=True
+    )
     assert _figures(evaluated)["test_perplexity"] > 1
     # `generate` is tested on the same run in tests/zoo/cli/test_generate.py.
 
@@ -37,7 +39,8 @@ def test_a_language_model_run_evaluates(language_model_run):
 )
 def test_every_family_evaluates(tiny_runs, family, key):
     out, _ = tiny_runs(family)
-    figures = _figures(run_cli("evaluate", "--model-dir", out))
+    # In this process (the fresh-process path is the test above).
+    figures = _figures(run_cli("evaluate", "--model-dir", out, in_process=True))
     assert next(iter(figures)) == key and figures[key] >= 0
     if family == "classifier":
         run = json.loads((out / "run.json").read_text())

@@ -9,9 +9,17 @@ def test_export_then_translate_through_the_saved_model(translator_run, tmp_path)
     assert exported.returncode == 0, exported.stderr[-2000:]
     assert (tmp_path / "1" / "saved_model.pb").is_file()
     sentences = ("ich sehe du.", "er mag sie.")
-    direct = run_cli("translate", "--model-dir", out, "--beam-width", "1", *sentences)
-    served = run_cli("translate", "--saved-model", tmp_path, *sentences)
+    # Translated in this process (a fresh one translates in test_translate.py).
+    direct = run_cli(
+        "translate", "--model-dir", out, "--beam-width", "1", *sentences,
+        in_process=True,
+    )  # fmt: skip
+    served = run_cli(
+        "translate", "--saved-model", tmp_path, *sentences, in_process=True
+    )
     assert served.returncode == 0, served.stderr[-2000:]
     assert served.stdout == direct.stdout
-    again = run_cli("export", "--model-dir", out, "--export-dir", tmp_path)
+    again = run_cli(
+        "export", "--model-dir", out, "--export-dir", tmp_path, in_process=True
+    )
     assert again.returncode == 1 and "already holds version 1" in again.stderr
