@@ -30,6 +30,11 @@ INPUT_VOCABULARIES = {
 }
 
 
+# `keras.Model.fit`'s signature, read once, before anything wraps `fit`.
+_FIT_SIGNATURE = inspect.signature(keras.Model.fit)
+_FIT_PARAMETERS = tuple(_FIT_SIGNATURE.parameters)[1:]  # after `self`
+
+
 class TokenIdsModel(keras.Model):
     """A functional model whose every input is a batch of token ids.
 
@@ -125,17 +130,19 @@ class TokenIdsModel(keras.Model):
         return getattr(self, self.label_bound), self.label_bound
 
     def fit(self, x=None, y=None, *args, **kwargs):
-        arguments = _bind(keras.Model.fit, x, y, *args, **kwargs)
+        arguments = _FIT_SIGNATURE.bind(None, x, y, *args, **kwargs).arguments
         self._check_data(x, y)
         validation = arguments.get("validation_data")
         if isinstance(validation, (list, tuple)) and 2 <= len(validation) <= 3:
             self._check_data(validation[0], validation[1], "validation_data")
-        else:
-            arguments["validation_data"] = self._checked_dataset(
-                validation, "validation_data"
-            )
-        arguments["x"] = self._checked_dataset(x)
-        return super().fit(**arguments)
+        elif _is_dataset(validation):
+            checked = self._checked_dataset(validation, "validation_data")
+            if "validation_data" in kwargs:
+                kwargs["validation_data"] = checked
+            else:  # given by position, after x and y
+                args = list(args)
+                args[_FIT_PARAMETERS.index("validation_data") - 2] = checked
+        return super().fit(self._checked_dataset(x), y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         self._check_data(x, y)
@@ -242,12 +249,6 @@ def _is_dataset(data):
         cls.__module__.startswith("tensorflow") and cls.__name__ == "DatasetV2"
         for cls in type(data).__mro__
     )
-
-
-def _bind(method, *args, **kwargs):
-    """The arguments of a call to `method`, by name (without `self`)."""
-    bound = inspect.signature(method).bind(None, *args, **kwargs)
-    return {k: v for k, v in bound.arguments.items() if k != "self"}
 
 
 def _is_array(value):
