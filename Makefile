@@ -41,8 +41,10 @@ test-tensorflow: setup
 test-jax: setup
 	KERAS_BACKEND=jax $(PYTEST) $(JAX_TESTS)
 
+# One intra-op thread a worker: two workers of PyTorch's default two threads
+# each contend for the two cores (the slowest files took 2.4x as long).
 test-torch: setup
-	KERAS_BACKEND=torch $(PYTEST) $(TORCH_TESTS)
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(PYTEST) $(TORCH_TESTS)
 
 # The tutorials run in quick mode here (smaller data and fewer steps); the
 # full mode, which redraws the pictures in docs/images, is `make tutorials`.
