@@ -89,6 +89,23 @@ def _time(tree, backend):
     return json.loads(line[len("RESULT ") :])
 
 
+def table(runs):
+    """Markdown rows: each timing's median over processes (range, count) in
+    `runs["before"]` and `runs["after"]`, lists of one dict a process."""
+    lines = ["| what | before | after | after / before |", "|---|---|---|---|"]
+    for label, key in ROWS:
+        cells = []
+        for name in ("before", "after"):
+            values = [run[key] for run in runs[name]]
+            cells.append(
+                (statistics.median(values), min(values), max(values), len(values))
+            )
+        (b, *_), (a, *_) = cells
+        shown = [f"{m:.1f} ({lo:.1f}-{hi:.1f}, {n})" for m, lo, hi, n in cells]
+        lines.append(f"| {label} | {shown[0]} | {shown[1]} | {a / b:.2f} |")
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="a git revision")
@@ -118,17 +135,7 @@ def main(argv=None):
                 capture_output=True,
             )
     print(f"\n{args.backend}, {args.before} (before) against {root} (after), ms:\n")
-    print("| what | before | after | after / before |\n|---|---|---|---|")
-    for label, key in ROWS:
-        cells = []
-        for name in trees:
-            values = [run[key] for run in runs[name]]
-            cells.append(
-                (statistics.median(values), min(values), max(values), len(values))
-            )
-        (b, *_), (a, *_) = cells
-        shown = [f"{m:.1f} ({lo:.1f}-{hi:.1f}, {n})" for m, lo, hi, n in cells]
-        print(f"| {label} | {shown[0]} | {shown[1]} | {a / b:.2f} |")
+    print("\n".join(table(runs)))
 
 
 if __name__ == "__main__":
