@@ -102,10 +102,9 @@ def unread_ids():
     are traced and cannot be read anyway; PyTorch runs those steps eagerly,
     and reading the ids there copies them to the host and waits for the
     device at every step. The steps' ids were checked where they entered
-    (`fit`'s arrays, `generate`'s source), came from a tokenizer of the
-    model's vocabulary (a `tf.data` pipeline, read unchecked on every
-    backend) or from the model's own argmax. NumPy arrays are still
-    checked.
+    (`fit`'s arrays, `generate`'s source, a `tf.data` pipeline's batches,
+    checked inside the pipeline by the models that take them) or came from the
+    model's own argmax. NumPy arrays are still checked.
 
     Example:
 
