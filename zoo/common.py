@@ -207,7 +207,7 @@ class TokenIdsModel(keras.Model):
             return data
         import tensorflow as tf
 
-        def check(*element):
+        def checked(*element):
             inputs = element[0]  # (x, y, ...) or x alone
             checks = []
             for input_name, ids in self._named_inputs(inputs):
@@ -234,10 +234,7 @@ class TokenIdsModel(keras.Model):
                     )
                 )
             with tf.control_dependencies(checks):
-                return tf.nest.map_structure(tf.identity, element)
-
-        def checked(*element):
-            element = check(*element)
+                element = tf.nest.map_structure(tf.identity, element)
             return element if len(element) > 1 else element[0]
 
         return data.map(checked)
