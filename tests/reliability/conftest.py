@@ -89,8 +89,8 @@ def translator_dir(tmp_path_factory, translator):
     root = tmp_path_factory.mktemp("translator_dir")
     text.save_vocabulary(VOCABULARY, root / "source_vocabulary.txt")
     text.save_vocabulary(VOCABULARY, root / "target_vocabulary.txt")
-    run_dir.save(
-        str(root), "translator", translator, {"data": "tiny"}, ("source", "target")
+    run_dir.RunDir(str(root)).save(
+        "translator", translator, {"data": "tiny"}, ("source", "target")
     )
     return root
 

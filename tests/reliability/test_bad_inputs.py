@@ -524,7 +524,7 @@ def cli_paths(ctx, lambda_model_file, served_classifier):
     mlm_dir.mkdir()
     text.save_vocabulary(VOCABULARY, mlm_dir / "vocabulary.txt")
     mlm = zoo.build_masked_language_model("tiny", vocabulary_size=V)
-    run_dir.save(str(mlm_dir), "masked-language-model", mlm, {}, ("text",))
+    run_dir.RunDir(str(mlm_dir)).save("masked-language-model", mlm, {}, ("text",))
     corrupt = root / "corrupt_export" / "1"
     corrupt.mkdir(parents=True)
     (corrupt / "saved_model.pb").write_bytes(b"not a protocol buffer")

@@ -1,19 +1,17 @@
 """`keras-seq export`: a trained model directory as a SavedModel for TF
 Serving."""
 
-from keras_seq.export import require_tensorflow
 from zoo.cli.errors import UsageError, check_at_least, reported_as_usage
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import families
-from zoo.recipes.families import SERVED
-from zoo.recipes.run_dir import check_writable
+from zoo.recipes.families import supporting
 
 
 def add_parser(commands):
     """Adds `export` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(
         "export",
-        help=f"export a trained model as a SavedModel ({', '.join(SERVED)})",
+        help="export a trained model as a SavedModel "
+        f"({', '.join(supporting('export'))})",
     )
     parser.add_argument(
         "--model-dir", required=True, help="a directory of `keras-seq train`"
@@ -33,20 +31,24 @@ def run(args):
     Returns:
         0, the exit status.
     """
+    from keras_seq.export import require_tensorflow
+    from zoo.recipes import workflow
+    from zoo.recipes.run_dir import check_writable
+
     with reported_as_usage(ValueError):
         require_tensorflow()  # before the model is loaded
     check_at_least(args.version, "--version")
     check_writable(args.export_dir, "--export-dir")
     trained = load_model_dir(args.model_dir)
-    if trained.family not in SERVED:
+    if trained.family not in supporting("export"):
         raise UsageError(
-            f"`export` serves {', '.join(SERVED)} directories; "
+            f"`export` serves {', '.join(supporting('export'))} directories; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
     # The export refuses a version already written.
     with reported_as_usage(ValueError):
         try:
-            path = families.export(trained, args.export_dir, args.version)
+            path = workflow.export(trained, args.export_dir, args.version)
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path}")

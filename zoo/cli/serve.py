@@ -3,9 +3,8 @@
 import os
 import sys
 
-from zoo import serving
 from zoo.cli.errors import UsageError
-from zoo.recipes.saved_model import latest_version
+from zoo.recipes.settings import ServeSettings
 
 
 def add_parser(commands):
@@ -24,37 +23,38 @@ def add_parser(commands):
         default=None,
         help="NAME in /v1/models/NAME; None: the base directory's name",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
-    parser.add_argument("--port", type=int, default=8501, help="the port to bind")
-    parser.add_argument(
-        "--max-batch-size",
-        type=int,
-        default=32,
-        help="the most examples of concurrent requests merged into one model call",
-    )
-    parser.add_argument(
-        "--batch-timeout-micros",
-        type=int,
-        default=0,
-        help="the longest a batch waits for more requests (0: only those waiting)",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1 << 20,
-        help="larger request bodies are refused (HTTP 413)",
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a client may stall while sending a request (then HTTP 408)",
-    )
+    defaults = ServeSettings()
+    for flag, kind, words in (
+        ("--host", str, "the address to bind"),
+        ("--port", int, "the port to bind"),
+        (
+            "--max-batch-size",
+            int,
+            "the most examples of concurrent requests merged into one model call",
+        ),
+        (
+            "--batch-timeout-micros",
+            int,
+            "the longest a batch waits for more requests (0: only those waiting)",
+        ),
+        ("--max-body-bytes", int, "larger request bodies are refused (HTTP 413)"),
+        (
+            "--request-timeout",
+            float,
+            "seconds a client may stall while sending a request (then HTTP 408)",
+        ),
+    ):
+        default = getattr(defaults, flag[2:].replace("-", "_"))
+        parser.add_argument(
+            flag, type=kind, default=None, help=f"{words} (default: {default})"
+        )
     parser.set_defaults(run=run)
 
 
 def _base_and_version(path):
     """(base directory, version directory, version number) `path` means."""
+    from zoo.recipes.saved_model import latest_version
+
     version_dir = latest_version(path)
     if version_dir != path:
         return path, version_dir, int(os.path.basename(version_dir))
@@ -78,18 +78,22 @@ def run(args):
     """Serves `--saved-model` until SIGTERM; 0 after the requests in flight."""
     base, version_dir, version = _base_and_version(args.saved_model)
     name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
+    from zoo import serving
+
+    # Flags left out (None) are not passed: the server's defaults are
+    # `ServeSettings`', as the help says.
+    options = {
+        option: getattr(args, option)
+        for option in OPTIONS[1:] + ("host",)
+        if getattr(args, option) is not None
+    }
     try:
         return serving.serve(
             version_dir,
             version,
             name,
             log=lambda line: print(line, flush=True),
-            host=args.host,
-            port=args.port,
-            max_batch_size=args.max_batch_size,
-            batch_timeout_micros=args.batch_timeout_micros,
-            max_body_bytes=args.max_body_bytes,
-            request_timeout=args.request_timeout,
+            **options,
         )
     except ValueError as error:
         message = str(error)
@@ -101,7 +105,9 @@ def run(args):
     except OSError as error:
         reason = error.strerror or str(error)
         raise UsageError(
-            f"--host {args.host} --port {args.port}: cannot listen there ({reason})"
+            f"--host {options.get('host', ServeSettings.host)} --port "
+            f"{options.get('port', ServeSettings.port)}: cannot listen there "
+            f"({reason})"
         ) from None
     finally:
         sys.stdout.flush()

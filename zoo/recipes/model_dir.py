@@ -15,7 +15,7 @@ import keras
 
 from keras_seq import text
 from zoo.recipes import run_dir, tasks, translation
-from zoo.recipes.families import FAMILIES, TRANSLATORS
+from zoo.recipes.families import FAMILIES, supporting
 from zoo.recipes.inputs import check_int_in, check_text_list
 from zoo.recipes.run_dir import RUN_FILE, fingerprint
 from zoo.recipes.settings import TranslatorSettings
@@ -30,7 +30,7 @@ def vocabulary_files(family):
 
 
 def _vocabulary_sizes(family, config):
-    if family in TRANSLATORS:
+    if FAMILIES[family].translates:
         sizes = (config["source_vocabulary_size"], config["target_vocabulary_size"])
     else:
         sizes = (config["vocabulary_size"],)
@@ -49,7 +49,7 @@ def _tokenizers(model_dir, family, config, run):
                 f"its SHA-256 differs from the one {RUN_FILE} records (a "
                 "vocabulary of the same size from another run?)."
             )
-        key = name.split("_")[0] if family in TRANSLATORS else "text"
+        key = name.split("_")[0] if FAMILIES[family].translates else "text"
         tokenizers[key] = text.make_tokenizer(vocabulary)
     return tokenizers
 
@@ -73,13 +73,15 @@ def load_model_dir(model_dir):
     >>> trained.translate(["Guten Morgen."])  # doctest: +SKIP
     ['good morning.']
     """
-    run_dir.check_files(model_dir)
-    run = run_dir.read_run(model_dir, FAMILIES)
+    directory = run_dir.RunDir(model_dir)
+    directory.check_files()
+    run = directory.read_run()
     family = run["family"]
     model_path = os.path.join(model_dir, run_dir.MODEL_FILE)
-    model = run_dir.load_model(model_dir)
+    model = directory.load_model()
     config = model.get_config()
-    sizes = ("source_vocabulary_size",) if family in TRANSLATORS else ()
+    translates = FAMILIES[family].translates
+    sizes = ("source_vocabulary_size",) if translates else ()
     if not all(key in config for key in sizes or ("vocabulary_size",)):
         raise ValueError(
             f"{os.path.join(model_dir, RUN_FILE)} names the family {family!r}, "
@@ -87,7 +89,7 @@ def load_model_dir(model_dir):
         )
     tokenizers = _tokenizers(model_dir, family, config, run)
     preprocessor = None
-    if family in TRANSLATORS:
+    if translates:
         preprocessor = text.TranslationPreprocessor.load(
             model_dir,
             max_length=getattr(model, "max_length", None),
@@ -124,18 +126,18 @@ class TrainedModel:
     preprocessor: object = None
 
     def __post_init__(self):
-        if self.family in TRANSLATORS and self.preprocessor is None:
+        if FAMILIES[self.family].translates and self.preprocessor is None:
             self.preprocessor = text.TranslationPreprocessor(
                 self.tokenizers["source"],
                 self.tokenizers["target"],
                 max_length=getattr(self.model, "max_length", None),
             )
 
-    def _require(self, families, use):
-        if self.family not in families:
+    def _require(self, command):
+        if not FAMILIES[self.family].supports(command):
             raise ValueError(
-                f"{self.path} holds a {self.family}; {use} needs a "
-                f"{' or '.join(families)}."
+                f"{self.path} holds a {self.family}; {command} needs a "
+                f"{' or '.join(supporting(command))}."
             )
 
     @property
@@ -155,7 +157,7 @@ class TrainedModel:
         Raises:
             ValueError: naming the argument, its bound and the value.
         """
-        self._require(TRANSLATORS, "translate")
+        self._require("translate")
         check_int_in(
             beam_width, "beam_width", 1, self.output_vocabulary_size,
             "the target vocabulary size",
@@ -213,7 +215,7 @@ class TrainedModel:
         Returns:
             A float array (N, classes), or (classes,) for one str.
         """
-        self._require(("classifier",), "classify")
+        self._require("classify")
         if isinstance(texts, str):
             return self.classify([texts])[0]
         texts = check_text_list(texts, "texts")
@@ -230,7 +232,7 @@ class TrainedModel:
         Raises:
             ValueError: naming the argument, its bound and the value.
         """
-        self._require(("language-model",), "generate")
+        self._require("generate")
         limit = self.model.get_config()["max_length"]
         check_int_in(
             max_new_tokens, "max_new_tokens", 1, limit - 1,

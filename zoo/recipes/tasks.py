@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 from keras_seq import text
-from keras_seq.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
+from keras_seq.callbacks import ShuffleEpoch, TimeBudget
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
@@ -29,6 +29,7 @@ from zoo.recipes import run_dir, runtime
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import (
     ClassifierSettings,
+    GenerateSettings,
     LanguageModelSettings,
     MaskedLanguageModelSettings,
 )
@@ -36,7 +37,7 @@ from zoo.recipes.translation import tokenize_to_lists
 
 # The sampler's k when none is named: `generate`'s, and the sample printed
 # after training a language model.
-SAMPLE_TOP_K = 20
+SAMPLE_TOP_K = GenerateSettings.top_k
 
 
 def _start(texts, output_dir, seed, vocabulary_size, verbose):
@@ -49,7 +50,7 @@ def _start(texts, output_dir, seed, vocabulary_size, verbose):
             flush=True,
         )
     vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
-    run_dir.write_vocabularies(output_dir, {"text": vocabulary})
+    run_dir.RunDir(output_dir).write_vocabularies({"text": vocabulary})
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
@@ -66,7 +67,9 @@ def _fit(model, datasets, epochs, output_dir, minutes, shuffle_epoch, **options)
     callbacks = [
         TimeBudget(minutes),
         shuffle_epoch,
-        *checkpoint_callbacks(output_dir, options.get("monitor", "val_loss")),
+        *run_dir.RunDir(output_dir).checkpoint_callbacks(
+            options.get("monitor", "val_loss")
+        ),
     ]
     # The datasets shuffle themselves; `shuffle=False` says so to Keras.
     return model.fit(
@@ -238,7 +241,7 @@ def train_classifier(
         model, datasets, settings.epochs, output_dir, settings.minutes,
         shuffle_epoch, verbose=verbose, strategy=strategy, monitor="val_accuracy",
     )  # fmt: skip
-    model.load_weights(os.path.join(output_dir, run_dir.CHECKPOINT_FILES[1]))
+    model.load_weights(run_dir.RunDir(output_dir).best_weights_path)
     _, accuracy = model.evaluate(dataset(corpus.test), verbose=0)
     return ClassifierResult(model, tokenizer, history, float(accuracy), max_length)
 

@@ -1,5 +1,8 @@
 """`zoo.cli.main`: the parser built from the command modules, and errors."""
 
+import subprocess
+import sys
+
 from tests.zoo.conftest import run_cli
 from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, main
 
@@ -27,3 +30,26 @@ def test_unknown_command_exits_nonzero():
     result = run_cli("fly", in_process=True)
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_help_version_and_presets_start_without_keras():
+    """`--help`, `--version`, `presets` and every `COMMAND --help` build the
+    parser from light modules: neither Keras nor TensorFlow is imported."""
+    names = [m.__name__.rsplit(".", 1)[-1] for m in COMMANDS]
+    code = f"""
+import contextlib, io, sys
+from zoo.cli.main import main
+helps = [[name, "--help"] for name in {names!r}]
+for argv in [["--help"], ["--version"], ["presets"], *helps]:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+    assert out.getvalue(), argv
+print(sorted({{"keras", "tensorflow", "jax", "torch", "keras_seq"}} & set(sys.modules)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stderr
