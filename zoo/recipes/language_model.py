@@ -26,7 +26,7 @@ class LanguageModelRecipe(Recipe):
 
         result = tasks.train_language_model(
             corpus, output_dir, chosen, verbose=verbose, strategy=strategy,
-            builder=self.builder, presets=self.presets,
+            builder=self.builder,
         )  # fmt: skip
         # A sample from the first words of a validation line shows what
         # the model learned, beside its perplexity.

@@ -316,9 +316,10 @@ class LanguageModelResult(OneVocabularyResult):
 
 
 def train_language_model(
-    corpus, output_dir, settings=None, *, verbose=1, strategy=None, **changes
-):
-    """Trains `zoo.build_language_model` on a `TextCorpus` (lines of text).
+    corpus, output_dir, settings=None, *, verbose=1, strategy=None,
+    builder=build_language_model, **changes,
+):  # fmt: skip
+    """Trains a language model on a `TextCorpus` (lines of text).
 
     Args:
         corpus: an object with `train`, `validation` and `test` lists of
@@ -327,6 +328,8 @@ def train_language_model(
         settings: a `LanguageModelSettings`, or None for its defaults.
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
+        builder: the builder, `zoo.build_language_model` or another causal
+            model's with the same arguments.
         **changes: settings over `settings`, and builder arguments over the
             preset.
 
@@ -339,7 +342,7 @@ def train_language_model(
         corpus.train, output_dir, seed, settings.vocabulary_size, verbose
     )
     with runtime.scope(strategy):
-        model = build_language_model(
+        model = builder(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     config = model.get_config()
