@@ -70,9 +70,12 @@ def _read_translation(data, chosen):
     )
 
 
+# Each export takes the run's own preprocessor (its saved lengths and
+# buckets), so the served graph cuts and pads as training and the
+# in-process API did.
+
+
 def _export_translator(trained, export_dir, version):
-    # The run's own preprocessor (its saved buckets and max_length), so the
-    # served graph cuts and pads as training and `translate` did.
     return _exporter().export_translator(
         trained.model, trained.preprocessor, export_dir, version=version
     )
@@ -80,17 +83,13 @@ def _export_translator(trained, export_dir, version):
 
 def _export_classifier(trained, export_dir, version):
     return _exporter().export_classifier(
-        trained.model,
-        trained.tokenizers["text"],
-        export_dir,
-        version=version,
-        max_length=trained.run.get("max_length"),
+        trained.model, trained.preprocessor, export_dir, version=version
     )
 
 
 def _export_language_model(trained, export_dir, version):
     return _exporter().export_language_model(
-        trained.model, trained.tokenizers["text"], export_dir, version=version
+        trained.model, trained.preprocessor, export_dir, version=version
     )
 
 
@@ -107,7 +106,7 @@ def _run_language_model(corpus, output_dir, chosen, *, verbose, strategy):
     prompt = " ".join(corpus.validation[0].split()[:4])
     sample = tasks.generate_text(
         result.model,
-        result.tokenizer,
+        result.preprocessor,
         prompt,
         None,
         tasks.SAMPLE_TOP_K,
@@ -176,7 +175,11 @@ FAMILIES = {
         evaluate=tasks.evaluate_language_model,
         export=_export_language_model,
     ),
-    "rnn-translator": _translator(zoo.build_rnn_translator, zoo.RNN_TRANSLATOR_PRESETS),
+    "rnn-translator": _translator(
+        zoo.build_rnn_translator,
+        zoo.RNN_TRANSLATOR_PRESETS,
+        export=_export_translator,
+    ),
 }
 TRANSLATORS = tuple(name for name, family in FAMILIES.items() if family.translates)
 SERVED = tuple(name for name, family in FAMILIES.items() if family.export)
