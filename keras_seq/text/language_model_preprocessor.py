@@ -44,7 +44,6 @@ from keras_seq.text.vocabulary import (
     START_ID,
     _check_texts,
 )
-from keras_seq.validation import check_positive_int
 
 
 class LanguageModelPreprocessor(SingleVocabularyPreprocessor):
@@ -99,8 +98,13 @@ class LanguageModelPreprocessor(SingleVocabularyPreprocessor):
         """
         if max_new_tokens is None:
             max_new_tokens = 1
-        check_positive_int(max_new_tokens, "max_new_tokens")
-        if max_new_tokens > self.max_length - 1:
+        if isinstance(max_new_tokens, np.integer):
+            max_new_tokens = int(max_new_tokens)
+        if (
+            isinstance(max_new_tokens, bool)
+            or not isinstance(max_new_tokens, int)
+            or not 1 <= max_new_tokens <= self.max_length - 1
+        ):
             raise ValueError(
                 f"`max_new_tokens` must be in [1, {self.max_length - 1}] (below "
                 f"max_length={self.max_length}); received {max_new_tokens}."
