@@ -131,7 +131,10 @@ def served_classifier(tmp_path_factory, classifier, tokenizer):
     from keras_seq import export
 
     root = tmp_path_factory.mktemp("served_classifier")
+    from keras_seq import text
+
+    preprocessor = text.ClassificationPreprocessor(tokenizer, 16)
     path = export.export_classifier(
-        classifier, tokenizer, root, max_length=16, class_names=CLASS_NAMES
+        classifier, preprocessor, root, class_names=CLASS_NAMES
     )
     return path, tf.saved_model.load(path)

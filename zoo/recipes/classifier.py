@@ -16,6 +16,13 @@ class ClassifierRecipe(Recipe):
     commands = frozenset({"classify", "export"})
     data_help = "text<TAB>label"
 
+    def preprocessor(self, config, run):
+        from keras_seq import text
+
+        max_length = config["max_length"]
+        max_length = min(run.get("max_length", max_length), max_length)
+        return text.ClassificationPreprocessor, {"max_length": max_length}
+
     def read_corpus(self, data, chosen):
         from zoo.recipes import corpora
 
@@ -37,11 +44,7 @@ class ClassifierRecipe(Recipe):
         from keras_seq import export
 
         return export.export_classifier(
-            trained.model,
-            trained.tokenizers["text"],
-            export_dir,
-            version=version,
-            max_length=trained.run.get("max_length"),
+            trained.model, trained.preprocessor, export_dir, version=version
         )
 
 

@@ -16,6 +16,16 @@ class LanguageModelRecipe(Recipe):
     settings = settings.LanguageModelSettings
     commands = frozenset({"generate", "export"})
 
+    def preprocessor(self, config, run):
+        from keras_seq import text
+
+        max_length = config["max_length"]
+        length = min(run.get("sequence_length", max_length), max_length)
+        return text.LanguageModelPreprocessor, {
+            "max_length": max_length,
+            "sequence_length": length,
+        }
+
     def read_corpus(self, data, chosen):
         from zoo.recipes import corpora
 
@@ -32,7 +42,7 @@ class LanguageModelRecipe(Recipe):
         # the model learned, beside its perplexity.
         prompt = " ".join(corpus.validation[0].split()[:4])
         sample = tasks.generate_text(
-            result.model, result.tokenizer, prompt, None, tasks.SAMPLE_TOP_K,
+            result.model, result.preprocessor, prompt, None, tasks.SAMPLE_TOP_K,
             None, chosen.seed,
         )  # fmt: skip
         return dataclasses.replace(result, sample=sample)
@@ -46,7 +56,7 @@ class LanguageModelRecipe(Recipe):
         from keras_seq import export
 
         return export.export_language_model(
-            trained.model, trained.tokenizers["text"], export_dir, version=version
+            trained.model, trained.preprocessor, export_dir, version=version
         )
 
 

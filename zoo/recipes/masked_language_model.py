@@ -13,6 +13,13 @@ class MaskedLanguageModelRecipe(Recipe):
     presets_name = "ENCODER_PRESETS"
     settings = settings.MaskedLanguageModelSettings
 
+    def preprocessor(self, config, run):
+        from keras_seq import text
+
+        return text.MaskedLanguageModelPreprocessor, {
+            "max_length": config["max_length"]
+        }
+
     def read_corpus(self, data, chosen):
         from zoo.recipes import corpora
 

@@ -68,6 +68,16 @@ class Recipe:
         del recipe
         return self.settings()
 
+    def preprocessor(self, config, run):
+        """The family's `keras_seq.text` preprocessor class, and the settings
+        a run directory written before `preprocessor.json` existed loads
+        with (what its model's `config` and its `run.json` say).
+
+        Returns:
+            `(class, dict of keyword arguments)`.
+        """
+        raise NotImplementedError
+
     def read_corpus(self, data, chosen):
         """The corpus `--data` names, read and checked before anything is
         written. `data` is None for the family's own corpus."""
@@ -89,7 +99,10 @@ class Recipe:
     def export(self, trained, export_dir, version):
         """Writes `<export_dir>/<version>/` from a loaded run; the path.
 
-        Only families whose `commands` hold "export" implement it.
+        Only families whose `commands` hold "export" implement it. Each
+        export takes the run's own preprocessor (its saved lengths and
+        buckets), so the served graph cuts and pads as training and the
+        in-process API did.
         """
         raise NotImplementedError(f"{self.name} has no serving signature")
 

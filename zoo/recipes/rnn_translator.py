@@ -6,12 +6,12 @@ from zoo.recipes.translator import TranslatorRecipe
 
 
 class RNNTranslatorRecipe(TranslatorRecipe):
-    """`keras-seq train rnn-translator`."""
+    """`keras-seq train rnn-translator`; it translates and exports as the
+    Transformer translator does."""
 
     name = "rnn-translator"
     builder_name = "build_rnn_translator"
     presets_name = "RNN_TRANSLATOR_PRESETS"
-    commands = frozenset({"translate"})
 
 
 RECIPE = RNNTranslatorRecipe()

@@ -58,9 +58,8 @@ import keras_seq.schedules  # noqa: F401
 import zoo
 from keras_seq import text
 from keras_seq.callbacks import checkpoint_callbacks, finished_epochs
-from keras_seq.text.translation_preprocessor import (
-    SETTINGS_FILE as PREPROCESSOR_FILE,
-)
+from keras_seq.text.preprocessor import SETTINGS_FILE as PREPROCESSOR_FILE
+from keras_seq.text.preprocessor import VOCABULARY_FILE
 from keras_seq.text.translation_preprocessor import (
     SOURCE_VOCABULARY_FILE,
     TARGET_VOCABULARY_FILE,
@@ -83,10 +82,10 @@ BEST_WEIGHTS_FILE = "best.weights.h5"
 CHECKPOINT_FILES = (HISTORY_FILE, BEST_WEIGHTS_FILE)
 
 
-# The translator's vocabularies and `preprocessor.json` are named by
-# `keras_seq.text.TranslationPreprocessor`, which saves them.
+# The vocabularies and `preprocessor.json` are named by the preprocessors of
+# `keras_seq.text`, which save them (`RunDir.save_preprocessor`).
 VOCABULARY_FILES = {
-    "text": "vocabulary.txt",
+    "text": VOCABULARY_FILE,
     "source": SOURCE_VOCABULARY_FILE,
     "target": TARGET_VOCABULARY_FILE,
 }
@@ -371,6 +370,13 @@ class RunDir:
         os.makedirs(self.path, exist_ok=True)
         for key, tokens in vocabularies.items():
             text.save_vocabulary(tokens, self.vocabulary_path(key))
+
+    def save_preprocessor(self, preprocessor):
+        """Writes a `keras_seq.text` preprocessor: its vocabularies and
+        `preprocessor.json` (the names `VOCABULARY_FILES` and
+        `PREPROCESSOR_FILE` give)."""
+        os.makedirs(self.path, exist_ok=True)
+        preprocessor.save(self.path)
 
     def save(self, family, model, run, vocabularies):
         """Writes the model and `run.json`, the run's one record.

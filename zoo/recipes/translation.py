@@ -333,7 +333,7 @@ def train_translator(
         max_length=getattr(model, "max_length", None),
         bucket_boundaries=text.default_bucket_boundaries(max_length),
     )
-    preprocessor.save(output_dir)
+    run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     fitted = _fit_translator(
         model, preprocessor, corpus, output_dir, settings.batch_tokens,
         seed=settings.seed, epochs=settings.epochs, minutes=settings.minutes,

@@ -24,6 +24,11 @@ class TranslatorRecipe(Recipe):
     def default_settings(self, recipe=None):
         return settings.TRANSLATOR_RECIPES[recipe or self.settings.recipe]
 
+    def preprocessor(self, config, run):
+        from keras_seq import text
+
+        return text.TranslationPreprocessor, {"max_length": config.get("max_length")}
+
     def read_corpus(self, data, chosen):
         from zoo.recipes import corpora
 
@@ -47,8 +52,6 @@ class TranslatorRecipe(Recipe):
     def export(self, trained, export_dir, version):
         from keras_seq import export
 
-        # The run's own preprocessor (its saved buckets and max_length), so
-        # the served graph cuts and pads as training and `translate` did.
         return export.export_translator(
             trained.model, trained.preprocessor, export_dir, version=version
         )
