@@ -242,7 +242,7 @@ class TrainedModel:
             ValueError: naming the argument, its bound and the value.
         """
         self._require("generate")
-        limit = self.model.get_config()["max_length"]
+        limit = self.preprocessor.max_length
         check_int_in(
             max_new_tokens, "max_new_tokens", 1, limit - 1,
             "the model's max_length - 1",

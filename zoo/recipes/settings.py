@@ -150,12 +150,15 @@ class LanguageModelSettings(TrainingSettings):
         batch_size: int.
         warmup_steps: int, of the inverse-square-root schedule.
         learning_rate_scale: float, multiplies the learning rate.
+        max_length: int or None, the longest text (prompt and continuation)
+            of a model without a limit of its own; None: the model's.
     """
 
     sequence_length: int = 128
     batch_size: int = 32
     warmup_steps: int = 400
     learning_rate_scale: float = 1.0
+    max_length: int | None = None
 
 
 # "low-resource" applies the regularisers that matter on a corpus of ~16k

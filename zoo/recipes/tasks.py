@@ -324,9 +324,20 @@ class LanguageModelResult(OneVocabularyResult):
         return (f"sample: {self.sample}",)
 
 
+def warmup_adam(model, settings):
+    """The Transformer's optimizer: Adam(0.9, 0.98, 1e-9) on the
+    inverse-square-root warm-up of Vaswani et al. (2017), Eq. (3)."""
+    schedule = InverseSquareRootWarmup(
+        model.get_config()["model_dim"],
+        settings.warmup_steps,
+        scale=settings.learning_rate_scale,
+    )
+    return keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9)
+
+
 def train_language_model(
     corpus, output_dir, settings=None, *, verbose=1, strategy=None,
-    builder=build_language_model, **changes,
+    builder=build_language_model, optimizer=warmup_adam, **changes,
 ):  # fmt: skip
     """Trains a language model on a `TextCorpus` (lines of text).
 
@@ -338,7 +349,8 @@ def train_language_model(
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
         builder: the builder, `zoo.build_language_model` or another causal
-            model's with the same arguments.
+            model's taking a preset and `vocabulary_size`.
+        optimizer: `(model, settings) -> keras.optimizers.Optimizer`.
         **changes: settings over `settings`, and builder arguments over the
             preset.
 
@@ -354,10 +366,12 @@ def train_language_model(
         model = builder(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
-    config = model.get_config()
-    sequence_length = min(settings.sequence_length, config["max_length"])
+    # A model without a length limit of its own (a recurrent one) takes
+    # the recipe's `max_length` for its texts.
+    max_length = model.get_config().get("max_length") or settings.max_length
+    sequence_length = min(settings.sequence_length, max_length)
     preprocessor = text.LanguageModelPreprocessor(
-        tokenizer, config["max_length"], sequence_length
+        tokenizer, max_length, sequence_length
     )
     run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     shuffle_epoch = ShuffleEpoch()
@@ -367,11 +381,8 @@ def train_language_model(
             lines, batch_size, shuffle=shuffle, seed=seed, epoch=shuffle_epoch.epoch
         )
 
-    schedule = InverseSquareRootWarmup(
-        config["model_dim"], settings.warmup_steps, scale=settings.learning_rate_scale
-    )
     model.compile(
-        optimizer=keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9),
+        optimizer=optimizer(model, settings),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
     )
