@@ -15,6 +15,9 @@ class LanguageModelRecipe(Recipe):
     presets_name = "LANGUAGE_MODEL_PRESETS"
     settings = settings.LanguageModelSettings
     commands = frozenset({"generate", "export"})
+    # `(model, settings) -> optimizer`; None: the Transformer's warm-up Adam
+    # (`tasks.warmup_adam`).
+    optimizer = None
 
     def preprocessor(self, config, run):
         from keras_seq import text
@@ -36,7 +39,7 @@ class LanguageModelRecipe(Recipe):
 
         result = tasks.train_language_model(
             corpus, output_dir, chosen, verbose=verbose, strategy=strategy,
-            builder=self.builder,
+            builder=self.builder, optimizer=self.optimizer or tasks.warmup_adam,
         )  # fmt: skip
         # A sample from the first words of a validation line shows what
         # the model learned, beside its perplexity.
