@@ -11,6 +11,7 @@ from zoo.recipes import (
     classifier,
     language_model,
     masked_language_model,
+    rnn_language_model,
     rnn_translator,
     translator,
 )
@@ -23,6 +24,7 @@ FAMILIES = {
         masked_language_model.RECIPE,
         language_model.RECIPE,
         rnn_translator.RECIPE,
+        rnn_language_model.RECIPE,
     )
 }
 

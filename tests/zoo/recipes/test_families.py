@@ -61,7 +61,7 @@ def test_capabilities_follow_from_the_recipes():
         "translator", "classifier", "language-model", "rnn-translator",
     )  # fmt: skip
     assert supporting("classify") == ("classifier",)
-    assert supporting("generate") == ("language-model",)
+    assert supporting("generate") == ("language-model", "rnn-language-model")
     assert supporting("train") == supporting("evaluate") == NAMES
     for name, family in FAMILIES.items():
         assert family.translates == (name in supporting("translate"))
