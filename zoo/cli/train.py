@@ -75,11 +75,12 @@ def add_parser(commands):
     parser.add_argument(
         "--recipe",
         choices=tuple(settings.TRANSLATOR_RECIPES),
-        default=settings.TranslatorSettings.recipe,
-        help=(
+        default=None,
+        help=_default(
             "translators: low-resource trains with "
             + settings.described(settings.LOW_RESOURCE)
-            + " (see docs/training.md)"
+            + " (see docs/training.md)",
+            settings.TranslatorSettings.recipe,
         ),
     )
     parser.add_argument(
@@ -186,9 +187,11 @@ def _add_runtime_arguments(parser):
     parser.add_argument(
         "--deterministic",
         action="store_true",
-        help=(
+        default=None,
+        help=_default(
             "TensorFlow op determinism: the same command gives the same weights, "
-            "also when resumed after an interruption"
+            "also when resumed after an interruption",
+            defaults.deterministic,
         ),
     )
 
@@ -289,7 +292,7 @@ def _check(args):
     check_at_least(args.vocabulary_size, "--vocabulary-size", _reserved() + 1)
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
-        ("--recipe", args.recipe, (settings.TranslatorSettings.recipe,)),
+        ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
     ):
         if value not in unset and not family.translates:
@@ -322,10 +325,10 @@ def run(args):
 
     runtime = {
         name: getattr(args, name)
-        for name in ("strategy", "precision")
+        for name in ("strategy", "precision", "deterministic")
         if getattr(args, name) is not None
     }
-    machine = settings.RuntimeSettings(**runtime, deterministic=args.deterministic)
+    machine = settings.RuntimeSettings(**runtime)
     result = workflow.train(
         args.family, args.data, output_dir, chosen,
         overwrite=args.overwrite, machine=machine,
