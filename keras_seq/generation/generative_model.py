@@ -261,10 +261,13 @@ class GenerativeModel:
                 vocabulary, `temperature` finite and above 0,
                 `length_penalty` finite, `top_p` in (0, 1]).
         """
-        token_ids = _at_least_one_position(token_ids)
+        token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         self._check_special_ids(start_token_id, end_token_id)
         self._check_options(beam_width, length_penalty, temperature, top_k, top_p)
+        if no_positions:  # Nothing to decode from: the answer needs no model.
+            ids = ops.zeros((ops.shape(token_ids)[0], max_new_tokens), "int32")
+            return _answer_rows_without_tokens(token_ids, end_token_id, ids)
         if strategy == "beam":
             ids, _ = self.beam_search(
                 token_ids,
@@ -343,11 +346,16 @@ class GenerativeModel:
         Raises:
             TypeError, ValueError: as `generate`, naming the argument.
         """
-        token_ids = _at_least_one_position(token_ids)
+        token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         self._check_special_ids(start_token_id, end_token_id)
         self._check_options(beam_width, length_penalty)
         check_num_return(num_return, beam_width)
+        if no_positions:  # Nothing to decode from: the answer needs no model.
+            batch_size = ops.shape(token_ids)[0]
+            ids = ops.zeros((batch_size, num_return, max_new_tokens), "int32")
+            scores = ops.zeros((batch_size, num_return), "float32")
+            return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
         key += (start_token_id, end_token_id)
 
@@ -500,18 +508,20 @@ class GenerativeModel:
 
 
 def _at_least_one_position(token_ids):
-    """`token_ids`, or one padding position per row when it has none.
+    """`(token_ids, False)`, or one padding position per row and True when
+    `token_ids` has no position.
 
-    A (B, 0) source or prompt has no token to encode (an RNN over no step
-    fails inside the compiled loop); one padding position decodes the same
-    answer, that of a row without a token.
+    A (B, 0) source or prompt has nothing to decode from (an RNN over no
+    step fails inside the compiled loop); its answer is that of a row of
+    padding, and one padding position lets the model's own checks of the
+    ids and of `max_new_tokens` run as for any input.
     """
     if not hasattr(token_ids, "shape") or len(token_ids.shape) != 2:
-        return token_ids  # `check_generate_input` names what is wrong.
+        return token_ids, False  # `check_generate_input` names what is wrong.
     if token_ids.shape[1] != 0:
-        return token_ids
+        return token_ids, False
     dtype = keras.backend.standardize_dtype(token_ids.dtype)
-    return ops.zeros((ops.shape(token_ids)[0], 1), dtype=dtype)
+    return ops.zeros((ops.shape(token_ids)[0], 1), dtype=dtype), True
 
 
 def _answer_rows_without_tokens(token_ids, end_token_id, ids, scores=None):
