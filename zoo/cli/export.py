@@ -24,6 +24,19 @@ def add_parser(commands):
     parser.add_argument(
         "--version", type=int, default=1, help="the version directory to write"
     )
+    parser.add_argument(
+        "--format",
+        choices=("saved_model", "ctranslate2"),
+        default="saved_model",
+        help="ctranslate2: --export-dir becomes a CTranslate2 model directory "
+        "(translator, language-model), served without TensorFlow",
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=("float32", "int8", "int8_float32", "int16"),
+        default="float32",
+        help="with --format ctranslate2: the weights' type",
+    )
     parser.set_defaults(run=run)
 
 
@@ -33,6 +46,8 @@ def run(args):
     Returns:
         0, the exit status.
     """
+    if args.format == "ctranslate2":
+        return _run_ctranslate2(args)
     with reported_as_usage(ValueError):
         require_tensorflow()  # before the model is loaded
     check_at_least(args.version, "--version")
@@ -50,4 +65,18 @@ def run(args):
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path}")
+    return 0
+
+
+def _run_ctranslate2(args):
+    from zoo.serving.ctranslate2_export import export_trained
+
+    check_writable(args.export_dir, "--export-dir")
+    trained = load_model_dir(args.model_dir)
+    with reported_as_usage(ValueError, ImportError):
+        try:
+            path = export_trained(trained, args.export_dir, args.quantization)
+        except ValueError as error:
+            raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
+    print(f"exported {trained.family} to {path} (CTranslate2, {args.quantization})")
     return 0
