@@ -47,7 +47,7 @@ def startup_lines_held():
 
 
 # The packages whose `__init__` loads Keras, TensorFlow or TensorFlow Text.
-HEAVY_PACKAGES = ("keras_seq", "keras_seq.text", "zoo", "zoo.serving")
+HEAVY_PACKAGES = ("keras_seq", "keras_seq.text", "zoo")
 
 
 def import_without_keras(name):
@@ -71,7 +71,7 @@ def import_without_keras(name):
 
 def _ctranslate2_command(argv):
     """Whether `argv` runs a command on a CTranslate2 export."""
-    return argv[:1] == ["translate"] and any(
+    return argv[:1] in (["translate"], ["serve"]) and any(
         arg == "--ctranslate2" or arg.startswith("--ctranslate2=") for arg in argv
     )
 

@@ -313,6 +313,10 @@ class PortableTokenizer:
         """Ids -> tokens."""
         return [self.vocabulary[i] for i in ids]
 
+    def id_to_token_rows(self, rows):
+        """Rows of ids -> rows of tokens."""
+        return [self.id_to_token(row) for row in rows]
+
     # Ids to text.
 
     def detokenize(self, rows):

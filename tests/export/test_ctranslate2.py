@@ -12,8 +12,10 @@ or Keras.
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
+import urllib.request
 
 import keras
 import numpy as np
@@ -235,33 +237,89 @@ def test_bad_quantization_and_existing_directory(exported, preprocessor_dir):
         export_ctranslate2(model, preprocessor_dir, out)
 
 
-def test_translate_command_imports_neither_tensorflow_nor_keras(exported):
-    model, out = exported
-    sentences = ["Ich sehe du!", "wir mag sie er.", ""]
-    preprocessor = TranslationPreprocessor.load(out)
-    import tensorflow as tf
+SENTENCES = ["Ich sehe du!", "wir mag sie er.", ""]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-    ids = preprocessor.generate_preprocess(tf.constant(sentences[:2])).numpy()
-    generated = keras.ops.convert_to_numpy(model.generate(ids, strategy="greedy"))
-    want = preprocessor.detokenize(generated) + [""]
-    script = (
+
+def _reported_modules(command):
+    """A script running `keras_seq_cli.main(command)`, then printing which of
+    TensorFlow, Keras and keras-hub the process loaded."""
+    return (
         "import sys, keras_seq_cli\n"
-        f"status = keras_seq_cli.main(['translate', '--ctranslate2', {str(out)!r}]"
-        f" + {sentences!r})\n"
+        f"status = keras_seq_cli.main({command!r})\n"
         "heavy = ('tensorflow', 'keras', 'keras_hub')\n"
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "print('loaded:', loaded, file=sys.stderr)\n"
         "sys.exit(status or bool(loaded))\n"
     )
-    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+
+
+@pytest.fixture(scope="module")
+def greedy_outputs(exported):
+    """The preprocessor's text of `model.generate` for `SENTENCES`."""
+    import tensorflow as tf
+
+    model, out = exported
+    preprocessor = TranslationPreprocessor.load(out)
+    ids = preprocessor.generate_preprocess(tf.constant(SENTENCES[:2])).numpy()
+    generated = keras.ops.convert_to_numpy(model.generate(ids, strategy="greedy"))
+    return preprocessor.detokenize(generated) + [""]
+
+
+def test_translate_command_imports_neither_tensorflow_nor_keras(
+    exported, greedy_outputs
+):
+    _, out = exported
+    script = _reported_modules(["translate", "--ctranslate2", str(out), *SENTENCES])
     result = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=120,
-        env=dict(os.environ, PYTHONPATH=root),
-        cwd=root,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "loaded: []" in result.stderr
-    assert result.stdout.split("\n")[:3] == want
+    assert result.stdout.split("\n")[:3] == greedy_outputs
+
+
+def _post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_serve_command_answers_tf_serving_requests_without_tensorflow(
+    exported, greedy_outputs
+):
+    _, out = exported
+    command = ["serve", "--ctranslate2", str(out), "--port", "0", "--model-name", "m"]
+    server = subprocess.Popen(
+        [sys.executable, "-c", _reported_modules(command)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT,
+    )
+    try:
+        line = server.stdout.readline()
+        assert " at http://" in line, line + server.stderr.read()[-2000:]
+        base = line.split(" at ")[-1].strip().rstrip("/") + "/v1/models/m"
+        greedy = _post(base + ":predict", {"instances": SENTENCES})
+        assert greedy == {"predictions": greedy_outputs}
+        beams = _post(
+            base + ":predict",
+            {"signature_name": "beam_search", "inputs": {"sentences": SENTENCES}},
+        )
+        assert len(beams["outputs"]["translations"][0]) == 4
+        assert beams["outputs"]["translations"][2] == [""] * 4
+        with urllib.request.urlopen(base, timeout=60) as response:
+            status = json.loads(response.read())
+        assert status["model_version_status"][0]["state"] == "AVAILABLE"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err[-2000:]
+    assert "loaded: []" in err

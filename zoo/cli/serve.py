@@ -6,6 +6,7 @@ import sys
 from zoo import serving
 from zoo.cli.errors import UsageError
 from zoo.recipes.saved_model import latest_version
+from zoo.serving import flags as server_flags
 
 
 def add_parser(commands):
@@ -16,40 +17,10 @@ def add_parser(commands):
     )
     parser.add_argument(
         "--saved-model",
-        required=True,
+        default=None,
         help="the base of numbered versions (the highest is served) or a version",
     )
-    parser.add_argument(
-        "--model-name",
-        default=None,
-        help="NAME in /v1/models/NAME; None: the base directory's name",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
-    parser.add_argument("--port", type=int, default=8501, help="the port to bind")
-    parser.add_argument(
-        "--max-batch-size",
-        type=int,
-        default=32,
-        help="the most examples of concurrent requests merged into one model call",
-    )
-    parser.add_argument(
-        "--batch-timeout-micros",
-        type=int,
-        default=0,
-        help="the longest a batch waits for more requests (0: only those waiting)",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1 << 20,
-        help="larger request bodies are refused (HTTP 413)",
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a client may stall while sending a request (then HTTP 408)",
-    )
+    server_flags.add_server_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -64,18 +35,14 @@ def _base_and_version(path):
     return path, path, 1
 
 
-OPTIONS = (
-    "model_name",
-    "port",
-    "max_batch_size",
-    "batch_timeout_micros",
-    "max_body_bytes",
-    "request_timeout",
-)
-
-
 def run(args):
     """Serves `--saved-model` until SIGTERM; 0 after the requests in flight."""
+    if bool(args.saved_model) == bool(args.ctranslate2):
+        raise UsageError("give exactly one of --saved-model and --ctranslate2.")
+    if args.ctranslate2:
+        from zoo.serving import ctranslate2_model
+
+        return ctranslate2_model.serve_command(args)
     base, version_dir, version = _base_and_version(args.saved_model)
     name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
     try:
@@ -92,10 +59,7 @@ def run(args):
             request_timeout=args.request_timeout,
         )
     except ValueError as error:
-        message = str(error)
-        for option in OPTIONS:
-            message = message.replace(f"`{option}`", "--" + option.replace("_", "-"))
-        raise UsageError(message) from None
+        raise UsageError(server_flags.usage_message(error)) from None
     except serving.LoadError as error:
         raise UsageError(f"--saved-model {args.saved_model}: {error}") from None
     except OSError as error:

@@ -19,7 +19,10 @@ import json
 import os
 import sys
 
+import numpy as np
+
 from keras_seq.text.portable_tokenizer import PortableTokenizer
+from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, RequestError
 
 EXPORT_FILE = "keras_seq.json"
 
@@ -97,6 +100,18 @@ class CTranslate2Model:
         """The most tokens a translation has, as `model.generate`'s default."""
         return int(self.settings["max_decoding_length"])
 
+    def decoding_options(self, beam_width, length_penalty, num_hypotheses=1):
+        """`translate_batch`'s options for `model.generate`'s decoding."""
+        return {
+            "beam_size": beam_width,
+            "num_hypotheses": num_hypotheses,
+            "length_penalty": float(length_penalty),
+            "max_decoding_length": self.max_decoding_length,
+            # `model.generate` may end at the first step; CTranslate2's
+            # default of 1 forbids that.
+            "min_decoding_length": 0,
+        }
+
     def translate_ids(
         self,
         rows,
@@ -126,19 +141,11 @@ class CTranslate2Model:
                 "`beam_width` must be >= 1 and `num_hypotheses` in [1, beam_width]; "
                 f"received {beam_width} and {num_hypotheses}."
             )
-        source = self.source_tokenizer
         target = self.target_tokenizer
-        tokens = [source.id_to_token(row) for row in rows]
         results = self.translator.translate_batch(
-            tokens,
-            beam_size=beam_width,
-            num_hypotheses=num_hypotheses,
-            length_penalty=float(length_penalty),
-            max_decoding_length=self.max_decoding_length,
-            # `model.generate` may end at the first step; CTranslate2's
-            # default of 1 forbids that.
-            min_decoding_length=0,
+            self.source_tokenizer.id_to_token_rows(rows),
             max_batch_size=max_batch_size,
+            **self.decoding_options(beam_width, length_penalty, num_hypotheses),
         )
         index = {token: i for i, token in enumerate(target.vocabulary)}
         best = [
@@ -167,6 +174,154 @@ class CTranslate2Model:
             for i, text in zip(filled, self.target_tokenizer.detokenize(ids)):
                 outputs[i] = text
         return outputs
+
+
+class _DType:
+    """A signature's dtype, named and converted as `tf.DType` does."""
+
+    def __init__(self, name, as_numpy_dtype, tf_name):
+        self.name = name
+        self.as_numpy_dtype = as_numpy_dtype
+        self.is_integer = False
+        self.tf_name = tf_name
+
+
+class _Spec:
+    def __init__(self, dtype, rank):
+        self.dtype = dtype
+        self.shape = [None] * rank
+
+
+_STRING = _DType("string", object, "DT_STRING")
+_FLOAT = _DType("float32", np.float32, "DT_FLOAT")
+
+
+class _TextSignature:
+    """`sentences` (B,) strings -> named outputs, as the SavedModel's."""
+
+    takes_text = True
+
+    def __init__(self, name, function, outputs):
+        self.name = name
+        self.function = function
+        self.inputs = {"sentences": _Spec(_STRING, 1)}
+        self.output_specs = outputs
+        self.outputs = sorted(outputs)
+
+    def __call__(self, arrays):
+        texts = [value.decode("utf-8", "replace") for value in arrays["sentences"]]
+        return self.function(texts)
+
+    def warm_up_arrays(self):
+        return {"sentences": np.array([b"warm up"], dtype=object)}
+
+    def signature_def(self):
+        """The signature as TF Serving's metadata shows a SignatureDef."""
+
+        def tensor(name, spec):
+            dims = [{"size": "-1"} for _ in spec.shape]
+            return {
+                "name": name,
+                "dtype": spec.dtype.tf_name,
+                "tensor_shape": {"dim": dims},
+            }
+
+        return {
+            "inputs": {"sentences": tensor("sentences", self.inputs["sentences"])},
+            "outputs": {n: tensor(n, spec) for n, spec in self.output_specs.items()},
+            "method_name": "tensorflow/serving/predict",
+        }
+
+
+class CTranslate2Servable:
+    """A CTranslate2 translator export as `keras-seq serve` serves it.
+
+    Its signatures are the SavedModel's text ones: `serving_default`
+    (`sentences` -> `translations`, greedy) and `beam_search` (`sentences`
+    -> `translations` (B, n) and `scores` (B, n), best first, with
+    CTranslate2's length penalty `length ** alpha`).
+
+    Args:
+        path: the export directory; version: int, the version served.
+        beam_width: beams of `beam_search`, which returns them all.
+        length_penalty: alpha of `beam_search`.
+
+    Raises:
+        LoadError: when the directory is not a translator export.
+    """
+
+    def __init__(self, path, version, beam_width=4, length_penalty=0.6):
+        try:
+            self.model = CTranslate2Model(path)
+        except (ValueError, ImportError, RuntimeError) as error:
+            raise LoadError(
+                f"{path} does not load as a CTranslate2 export: {error}"
+            ) from None
+        self.path = path
+        self.version = version
+        self.beam_width = beam_width
+        self.length_penalty = length_penalty
+        greedy = _TextSignature(
+            DEFAULT_SIGNATURE, self._greedy, {"translations": _Spec(_STRING, 1)}
+        )
+        beam = _TextSignature(
+            "beam_search",
+            self._beams,
+            {"translations": _Spec(_STRING, 2), "scores": _Spec(_FLOAT, 2)},
+        )
+        self.signatures = {s.name: s for s in (beam, greedy)}
+
+    def _greedy(self, texts):
+        outputs = self.model.translate(texts)
+        return {"translations": np.array([t.encode() for t in outputs], object)}
+
+    def _beams(self, texts):
+        n = self.beam_width
+        rows, _ = self.model.source_tokenizer.encode(texts)
+        translations = np.full((len(rows), n), b"", object)
+        scores = np.zeros((len(rows), n), np.float32)
+        filled = [i for i, row in enumerate(rows) if row]
+        if filled:
+            results = self.model.translator.translate_batch(
+                self.model.source_tokenizer.id_to_token_rows([rows[i] for i in filled]),
+                **self.model.decoding_options(n, self.length_penalty, n),
+                return_scores=True,
+            )
+            target = self.model.target_tokenizer
+            for i, result in zip(filled, results):
+                for j, (tokens, score) in enumerate(
+                    zip(result.hypotheses, result.scores)
+                ):
+                    translations[i, j] = target.join(tokens).encode()
+                    scores[i, j] = score
+        return {"translations": translations, "scores": scores}
+
+    def signature(self, name):
+        if name not in self.signatures:
+            raise RequestError(
+                400,
+                f'Serving signature name: "{name}" not found in signature def '
+                f"(it has {', '.join(self.signatures)})",
+            )
+        return self.signatures[name]
+
+    def metadata(self, model_name):
+        """The body of GET .../metadata, as TF Serving's GetModelMetadata."""
+        return {
+            "model_spec": {
+                "name": model_name,
+                "signature_name": "",
+                "version": str(self.version),
+            },
+            "metadata": {
+                "signature_def": {
+                    "@type": "type.googleapis.com/tensorflow.serving.SignatureDefMap",
+                    "signature_def": {
+                        name: s.signature_def() for name, s in self.signatures.items()
+                    },
+                }
+            },
+        }
 
 
 def _read_lines(texts):
@@ -217,7 +372,13 @@ def translate_command(directory, texts, beam_width=None, length_penalty=0.0):
 
 
 def main(argv):
-    """`keras-seq translate --ctranslate2 DIR ...` in a process without Keras."""
+    """`keras-seq translate|serve --ctranslate2 DIR ...` without Keras."""
+    if argv[0] == "serve":
+        from zoo.serving.flags import add_server_arguments
+
+        parser = argparse.ArgumentParser(prog="keras-seq serve")
+        add_server_arguments(parser)
+        return serve_command(parser.parse_args(argv[1:]))
     parser = argparse.ArgumentParser(prog="keras-seq translate")
     add_translate_arguments(parser)
     parser.add_argument("--beam-width", type=int, default=None)
@@ -230,3 +391,40 @@ def main(argv):
     return translate_command(
         args.ctranslate2, args.texts, args.beam_width, args.length_penalty
     )
+
+
+def serve_command(args):
+    """`keras-seq serve --ctranslate2 DIR`: serves until SIGTERM; the status."""
+    from zoo import serving
+    from zoo.serving.flags import usage_message
+
+    path = os.path.normpath(args.ctranslate2)
+    name = args.model_name or os.path.basename(os.path.abspath(path)) or "model"
+    try:
+        return serving.serve(
+            path,
+            1,
+            name,
+            log=lambda line: print(line, flush=True),
+            host=args.host,
+            port=args.port,
+            max_batch_size=args.max_batch_size,
+            batch_timeout_micros=args.batch_timeout_micros,
+            max_body_bytes=args.max_body_bytes,
+            request_timeout=args.request_timeout,
+            servable_class=CTranslate2Servable,
+        )
+    except ValueError as error:
+        print(f"keras-seq: {usage_message(error)}", file=sys.stderr)
+    except LoadError as error:
+        print(f"keras-seq: --ctranslate2 {args.ctranslate2}: {error}", file=sys.stderr)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        print(
+            f"keras-seq: --host {args.host} --port {args.port}: cannot listen "
+            f"there ({reason})",
+            file=sys.stderr,
+        )
+    finally:
+        sys.stdout.flush()
+    return 1
