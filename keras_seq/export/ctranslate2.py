@@ -199,7 +199,7 @@ def _check_heads(config, block):
     return key_dim, _ACTIVATIONS[activation]
 
 
-def _translator_spec(ct2, model, weights):
+def _translator_spec(model, weights):
     from ctranslate2.specs import common_spec, transformer_spec
 
     config = model.get_config()
@@ -243,7 +243,7 @@ def _translator_spec(ct2, model, weights):
     return spec
 
 
-def _language_model_spec(ct2, model, weights):
+def _language_model_spec(model, weights):
     from ctranslate2.specs import common_spec, transformer_spec
 
     config = model.get_config()
@@ -319,7 +319,7 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
     if os.path.exists(output_dir):
         raise ValueError(f"`output_dir` {output_dir} exists; choose a new directory.")
     family = _family(model)
-    ct2 = require_ctranslate2()
+    require_ctranslate2()
     weights = _Weights(model)
     config = model.get_config()
     preprocessor_dir = os.fspath(preprocessor_dir)
@@ -329,7 +329,7 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
         "eos_token": RESERVED_TOKENS[END_ID],
     }
     if family == "translator":
-        spec = _translator_spec(ct2, model, weights)
+        spec = _translator_spec(model, weights)
         source = _vocabulary(
             preprocessor_dir, PREPROCESSOR_FILES[0], config["source_vocabulary_size"]
         )
@@ -340,7 +340,7 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
         spec.register_target_vocabulary(target)
         tokens["decoder_start_token"] = RESERVED_TOKENS[START_ID]
     else:
-        spec = _language_model_spec(ct2, model, weights)
+        spec = _language_model_spec(model, weights)
         name = next(
             (
                 n
