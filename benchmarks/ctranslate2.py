@@ -80,7 +80,7 @@ def prepare(directory, new_tokens):
     }
 
 
-def _calls(implementation, directory, new_tokens, words):
+def _calls(implementation, directory, new_tokens, words, threads):
     """dict (batch, beams) -> a zero-argument callable translating a batch."""
     with open(os.path.join(directory, "source_vocabulary.txt"), encoding="utf-8") as f:
         vocabulary = f.read().splitlines()
@@ -92,7 +92,9 @@ def _calls(implementation, directory, new_tokens, words):
 
         # As `keras-seq translate --ctranslate2`: no TensorFlow, no Keras.
         module = keras_seq_cli.import_without_keras("zoo.serving.ctranslate2_model")
-        model = module.CTranslate2Model(os.path.join(directory, implementation))
+        model = module.CTranslate2Model(
+            os.path.join(directory, implementation), intra_threads=threads
+        )
         model.settings["max_decoding_length"] = new_tokens
         return {
             case: (lambda s=s, b=case[1]: model.translate(s, beam_width=b))
@@ -134,13 +136,13 @@ def _calls(implementation, directory, new_tokens, words):
     }
 
 
-def worker(implementation, directory, new_tokens, repeats):
+def worker(implementation, directory, new_tokens, repeats, threads):
     """Prints one JSON line: case -> median seconds per call, in this process."""
     from benchmarks import config as config_lib
     from benchmarks import timing
 
     words = config_lib.real_length(config_lib.CONFIGS["small"]["length"])
-    calls = _calls(implementation, directory, new_tokens, words)
+    calls = _calls(implementation, directory, new_tokens, words, threads)
     medians = timing.interleaved(
         {f"{b}x{k}": fn for (b, k), fn in calls.items()}, repeats, min_seconds=0.3
     )
@@ -153,7 +155,7 @@ def _run_worker(implementation, directory, args):
     command = [
         sys.executable, "-m", "benchmarks.ctranslate2", "--worker", implementation,
         "--directory", directory, "--new-tokens", str(args.new_tokens),
-        "--repeats", str(args.repeats),
+        "--repeats", str(args.repeats), "--ct2-threads", str(args.ct2_threads),
     ]  # fmt: skip
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
@@ -169,12 +171,21 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument(
+        "--ct2-threads",
+        type=int,
+        default=1,
+        help="CTranslate2's intra_threads (0: its default); on a small, shared "
+        "machine more threads than free cores slow float32 down many times",
+    )
     parser.add_argument("--output", default=None)
     parser.add_argument("--worker", choices=IMPLEMENTATIONS, default=None)
     parser.add_argument("--directory", default=None)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, args.directory, args.new_tokens, args.repeats)
+        return worker(
+            args.worker, args.directory, args.new_tokens, args.repeats, args.ct2_threads
+        )
     with tempfile.TemporaryDirectory() as directory:
         sizes = prepare(directory, args.new_tokens)
         runs = {name: [] for name in IMPLEMENTATIONS}
@@ -197,7 +208,12 @@ def main(argv=None):
                 "sentences_per_s": batch / median,
                 "per_process_s": [m[key] for m in medians],
             }
-    results = {"throughput": table, "sizes": sizes, "loaded_modules": loaded}
+    results = {
+        "throughput": table,
+        "sizes": sizes,
+        "loaded_modules": loaded,
+        "ct2_threads": args.ct2_threads,
+    }
     _print_table(results)
     if args.output:
         with open(args.output, "w") as file:
