@@ -39,6 +39,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from keras_seq.text.spacing import PYTHON_RULES, RE2_RULES
 from keras_seq.text.vocabulary import (
     END_ID,
     PAD_ID,
@@ -50,37 +51,11 @@ from keras_seq.text.vocabulary import (
     load_vocabulary,
 )
 
-# The clean-up rules, written once for both regex engines: `{alnum}` is a
-# Unicode letter or digit, `{other}` any other character and `{digit}` a
-# decimal digit. Python's `re` and RE2 (`tf.strings.regex_replace`) spell
-# these classes differently but mean the same characters; everything else
-# below is common syntax. The first rule glues `##` suffix pieces on.
-_RULES = (
-    (" " + SUFFIX_INDICATOR, ""),
-    (r"({digit}) ([.,:]) ({digit})", r"\1\2\3"),
-    (r" ([.,!?;:%)\]}…])", r"\1"),
-    (r"([(\[{¿¡„$]) ", r"\1"),
-    (r"({alnum}) (['’]) (s|t|re|ve|ll|d|m)({other}|$)", r"\1\2\3\4"),
-    (r"({alnum}) ([-/]) ({alnum})", r"\1\2\3"),
-    (r'" ([^"]*?) "', r'"\1"'),
-)
-_PYTHON_CLASSES = {"alnum": r"[^\W_]", "other": r"[\W_]", "digit": r"\d"}
-_RE2_CLASSES = {"alnum": r"[\p{L}\p{N}]", "other": r"[^\p{L}\p{N}]", "digit": r"\p{Nd}"}
-
-
-def _spell(pattern, classes):
-    for name, spelling in classes.items():
-        pattern = pattern.replace("{" + name + "}", spelling)
-    return pattern
-
-
-_PYTHON_RULES = tuple(
-    (re.compile(_spell(pattern, _PYTHON_CLASSES)), rewrite)
-    for pattern, rewrite in _RULES
-)
-_RE2_RULES = tuple(
-    (_spell(pattern, _RE2_CLASSES), rewrite) for pattern, rewrite in _RULES
-)
+# The clean-up rules of `keras_seq.text.spacing`, after the first rule here,
+# which glues `##` suffix pieces on.
+_GLUE = (" " + SUFFIX_INDICATOR, "")
+_PYTHON_RULES = ((re.compile(re.escape(_GLUE[0])), _GLUE[1]),) + PYTHON_RULES
+_RE2_RULES = (_GLUE,) + RE2_RULES
 
 
 def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):

@@ -22,6 +22,19 @@ def add_parser(commands):
     parser.add_argument(
         "--version", type=int, default=1, help="the version directory to write"
     )
+    parser.add_argument(
+        "--format",
+        choices=("saved_model", "ctranslate2"),
+        default="saved_model",
+        help="ctranslate2: --export-dir becomes a CTranslate2 model directory "
+        f"({', '.join(supporting('ctranslate2'))}), served without TensorFlow",
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=("float32", "int8", "int8_float32", "int16"),
+        default="float32",
+        help="with --format ctranslate2: the weights' type",
+    )
     parser.set_defaults(run=run)
 
 
@@ -31,6 +44,8 @@ def run(args):
     Returns:
         0, the exit status.
     """
+    if args.format == "ctranslate2":
+        return _run_ctranslate2(args)
     from keras_seq.export import require_tensorflow
     from zoo.recipes import workflow
     from zoo.recipes.run_dir import check_writable
@@ -52,4 +67,21 @@ def run(args):
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path}")
+    return 0
+
+
+def _run_ctranslate2(args):
+    from zoo.recipes import workflow
+    from zoo.recipes.run_dir import check_writable
+
+    check_writable(args.export_dir, "--export-dir")
+    trained = load_model_dir(args.model_dir)
+    with reported_as_usage(ValueError, ImportError):
+        try:
+            path = workflow.export_ctranslate2(
+                trained, args.export_dir, args.quantization
+            )
+        except ValueError as error:
+            raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
+    print(f"exported {trained.family} to {path} (CTranslate2, {args.quantization})")
     return 0

@@ -4,7 +4,7 @@ import os
 import sys
 
 from zoo.cli.errors import UsageError
-from zoo.recipes.settings import ServeSettings
+from zoo.serving import flags as server_flags
 
 
 def add_parser(commands):
@@ -15,39 +15,10 @@ def add_parser(commands):
     )
     parser.add_argument(
         "--saved-model",
-        required=True,
+        default=None,
         help="the base of numbered versions (the highest is served) or a version",
     )
-    parser.add_argument(
-        "--model-name",
-        default=None,
-        help="NAME in /v1/models/NAME; None: the base directory's name",
-    )
-    defaults = ServeSettings()
-    for flag, kind, words in (
-        ("--host", str, "the address to bind"),
-        ("--port", int, "the port to bind"),
-        (
-            "--max-batch-size",
-            int,
-            "the most examples of concurrent requests merged into one model call",
-        ),
-        (
-            "--batch-timeout-micros",
-            int,
-            "the longest a batch waits for more requests (0: only those waiting)",
-        ),
-        ("--max-body-bytes", int, "larger request bodies are refused (HTTP 413)"),
-        (
-            "--request-timeout",
-            float,
-            "seconds a client may stall while sending a request (then HTTP 408)",
-        ),
-    ):
-        default = getattr(defaults, flag[2:].replace("-", "_"))
-        parser.add_argument(
-            flag, type=kind, default=None, help=f"{words} (default: {default})"
-        )
+    server_flags.add_server_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -64,50 +35,34 @@ def _base_and_version(path):
     return path, path, 1
 
 
-OPTIONS = (
-    "model_name",
-    "port",
-    "max_batch_size",
-    "batch_timeout_micros",
-    "max_body_bytes",
-    "request_timeout",
-)
-
-
 def run(args):
     """Serves `--saved-model` until SIGTERM; 0 after the requests in flight."""
-    base, version_dir, version = _base_and_version(args.saved_model)
-    name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
+    if bool(args.saved_model) == bool(args.ctranslate2):
+        raise UsageError("give exactly one of --saved-model and --ctranslate2.")
+    if args.ctranslate2:
+        from zoo.serving import ctranslate2_model
+
+        return ctranslate2_model.serve_command(args)
     from zoo import serving
 
-    # Flags left out (None) are not passed: the server's defaults are
-    # `ServeSettings`', as the help says.
-    options = {
-        option: getattr(args, option)
-        for option in OPTIONS[1:] + ("host",)
-        if getattr(args, option) is not None
-    }
+    base, version_dir, version = _base_and_version(args.saved_model)
+    name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
     try:
         return serving.serve(
             version_dir,
             version,
             name,
             log=lambda line: print(line, flush=True),
-            **options,
+            **server_flags.server_options(args),
         )
     except ValueError as error:
-        message = str(error)
-        for option in OPTIONS:
-            message = message.replace(f"`{option}`", "--" + option.replace("_", "-"))
-        raise UsageError(message) from None
+        raise UsageError(server_flags.usage_message(error)) from None
     except serving.LoadError as error:
         raise UsageError(f"--saved-model {args.saved_model}: {error}") from None
     except OSError as error:
         reason = error.strerror or str(error)
         raise UsageError(
-            f"--host {options.get('host', ServeSettings.host)} --port "
-            f"{options.get('port', ServeSettings.port)}: cannot listen there "
-            f"({reason})"
+            f"{server_flags.address(args)}: cannot listen there ({reason})"
         ) from None
     finally:
         sys.stdout.flush()

@@ -9,6 +9,7 @@ from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
 from zoo.recipes.settings import TranslatorSettings
+from zoo.serving import ctranslate2_model
 
 
 def add_parser(commands):
@@ -24,7 +25,10 @@ def add_parser(commands):
         default=None,
         help="an exported SavedModel (or its base); it decodes greedily",
     )
-    train.add_beam_width_argument(parser, "with --model-dir: beams of the search")
+    ctranslate2_model.add_translate_arguments(parser)
+    train.add_beam_width_argument(
+        parser, "with --model-dir or --ctranslate2: beams of the search"
+    )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -35,9 +39,16 @@ def run(args):
     Returns:
         0, the exit status.
     """
-    if bool(args.model_dir) == bool(args.saved_model):
-        raise UsageError("give exactly one of --model-dir and --saved-model.")
+    given = [bool(args.model_dir), bool(args.saved_model), bool(args.ctranslate2)]
+    if sum(given) != 1:
+        raise UsageError(
+            "give exactly one of --model-dir, --saved-model and --ctranslate2."
+        )
     check_at_least(args.beam_width, "--beam-width")
+    if args.ctranslate2:
+        return ctranslate2_model.translate_command(
+            args.ctranslate2, args.texts, args.beam_width
+        )
     if args.saved_model and args.beam_width is not None:
         raise UsageError(
             "--beam-width applies to --model-dir; a SavedModel's "

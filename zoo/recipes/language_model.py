@@ -14,7 +14,7 @@ class LanguageModelRecipe(Recipe):
     builder_name = "build_language_model"
     presets_name = "LANGUAGE_MODEL_PRESETS"
     settings = settings.LanguageModelSettings
-    commands = frozenset({"generate", "export"})
+    commands = frozenset({"generate", "export", "ctranslate2"})
     # `(model, settings) -> optimizer`; None: the Transformer's warm-up Adam
     # (`tasks.warmup_adam`).
     optimizer = None

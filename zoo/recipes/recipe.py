@@ -14,7 +14,8 @@ data); its hooks import Keras and TensorFlow when they run, so that
 import zoo
 
 # The commands every family supports; a recipe adds those its models serve
-# ("translate", "classify", "generate", "export").
+# ("translate", "classify", "generate", "export", and "ctranslate2" for
+# `export --format ctranslate2`).
 COMMON_COMMANDS = frozenset({"train", "evaluate"})
 
 

@@ -12,6 +12,8 @@ class RNNTranslatorRecipe(TranslatorRecipe):
     name = "rnn-translator"
     builder_name = "build_rnn_translator"
     presets_name = "RNN_TRANSLATOR_PRESETS"
+    # CTranslate2 has no specification for a recurrent model.
+    commands = frozenset({"translate", "export"})
 
 
 RECIPE = RNNTranslatorRecipe()

@@ -18,7 +18,7 @@ class TranslatorRecipe(Recipe):
     presets_name = "TRANSLATOR_PRESETS"
     settings = settings.TranslatorSettings
     vocabularies = ("source", "target")
-    commands = frozenset({"translate", "export"})
+    commands = frozenset({"translate", "export", "ctranslate2"})
     data_help = "source<TAB>target"
 
     def default_settings(self, recipe=None):

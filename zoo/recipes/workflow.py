@@ -4,6 +4,7 @@ Each step looks the family up in `zoo.recipes.families.FAMILIES` and calls
 its `Recipe`'s hooks around the run directory (`zoo.recipes.run_dir`).
 """
 
+import os
 import sys
 
 from zoo.recipes import run_dir, runtime
@@ -125,3 +126,34 @@ def export(trained, export_dir, version):
             f"{trained.path} holds a {trained.family}."
         )
     return recipe.export(trained, export_dir, version)
+
+
+def export_ctranslate2(trained, export_dir, quantization="float32"):
+    """Writes a CTranslate2 model directory from a loaded run directory.
+
+    The run's preprocessor is saved beside the model as it was loaded (so a
+    directory written before `preprocessor.json` existed exports its
+    settings too).
+
+    Returns:
+        `export_dir`.
+
+    Raises:
+        ValueError: for a family CTranslate2 has no specification for, or
+            what `keras_seq.export.export_ctranslate2` refuses.
+    """
+    import tempfile
+
+    from keras_seq.export.ctranslate2 import export_ctranslate2 as export
+
+    if not FAMILIES[trained.family].supports("ctranslate2"):
+        raise ValueError(
+            f"CTranslate2 export takes {', '.join(supporting('ctranslate2'))} "
+            f"directories; {trained.path} holds a {trained.family} (CTranslate2 "
+            "has no specification for it)."
+        )
+    with tempfile.TemporaryDirectory() as preprocessor_dir:
+        trained.preprocessor.save(preprocessor_dir)
+        return export(
+            trained.model, preprocessor_dir, os.fspath(export_dir), quantization
+        )

@@ -4,13 +4,15 @@
 (`zoo.serving.server`), merges concurrent requests into one model call
 (`zoo.serving.batching`) and shows a page to try the model
 (`zoo.serving.page`). The model runs from its SavedModel with TensorFlow
-and TensorFlow Text alone, as under TF Serving.
+and TensorFlow Text alone, as under TF Serving, or from a CTranslate2
+export (`zoo.serving.ctranslate2_model`) without TensorFlow: this package's
+`__init__` and the modules that answer HTTP import neither.
 """
 
 import signal
 import threading
 
-from zoo.serving.servable import LoadError, RequestError
+from zoo.serving.rest import LoadError, RequestError
 from zoo.serving.server import ModelServer
 
 __all__ = ["LoadError", "ModelServer", "RequestError", "serve"]

@@ -11,13 +11,13 @@ calls (the decoding loop's cost grows far slower than its batch).
 """
 
 import queue
+import sys
 import threading
 import time
 
 import numpy as np
-import tensorflow as tf
 
-from zoo.serving.servable import RequestError
+from zoo.serving.rest import RequestError
 
 
 class _Task:
@@ -169,7 +169,10 @@ def _as_request_error(error):
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     detail = [line for line in lines if not line.startswith(_TRACE_LINES)]
     first = (detail or lines or [type(error).__name__])[0]
-    if isinstance(error, tf.errors.InvalidArgumentError):
+    # Only a TensorFlow model raises TensorFlow's errors; a server without
+    # TensorFlow never loads it.
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and isinstance(error, tf.errors.InvalidArgumentError):
         return RequestError(400, first)
     return RequestError(500, f"{type(error).__name__}: {first}")
 

@@ -1,17 +1,9 @@
-"""One loaded SavedModel version and the JSON of TF Serving's REST API.
+"""One loaded SavedModel version, served through `zoo.serving.rest`.
 
-The request and response shapes follow TensorFlow Serving's `api_rest.md`:
-the row format (`instances`: one entry per example, an object of named
-inputs when the signature takes several) answered with `predictions`, and
-the columnar format (`inputs`: one value, or an object of named inputs)
-answered with `outputs`; a signature of one output answers with its values,
-one of several with an object of named values. Strings travel as UTF-8
-text, or as `{"b64": ...}` objects for bytes. Everything here needs only
-TensorFlow and TensorFlow Text, never `keras_seq`.
+Everything here needs only TensorFlow and TensorFlow Text, never
+`keras_seq`; the JSON of the REST API (`zoo.serving.rest`) needs neither.
 """
 
-import base64
-import binascii
 import os
 
 import numpy as np
@@ -21,24 +13,14 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
-DEFAULT_SIGNATURE = "serving_default"
-
-
-class RequestError(Exception):
-    """A request the server refuses, with the HTTP status it answers.
-
-    The statuses are those TensorFlow Serving gives the matching gRPC codes:
-    INVALID_ARGUMENT 400, NOT_FOUND 404, UNAVAILABLE 503, UNIMPLEMENTED 501.
-    """
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class LoadError(Exception):
-    """A directory that does not load as an exported SavedModel."""
+from zoo.serving.rest import (  # noqa: F401  (the names servers import from here)
+    DEFAULT_SIGNATURE,
+    LoadError,
+    RequestError,
+    format_outputs,
+    parse_predict,
+    to_array,
+)
 
 
 def _signature_defs(path):
@@ -144,185 +126,3 @@ class Servable:
                 }
             },
         }
-
-
-def _string(value, where):
-    if isinstance(value, str):
-        # A lone surrogate (JSON "\udc80") passes as the bytes it names; the
-        # exported graph replaces invalid UTF-8 by U+FFFD.
-        return value.encode("utf-8", "surrogatepass")
-    if isinstance(value, dict) and set(value) == {"b64"}:
-        try:
-            return base64.b64decode(value["b64"], validate=True)
-        except (binascii.Error, TypeError, ValueError):
-            raise RequestError(400, f"{where}: invalid base64 in 'b64'") from None
-    raise RequestError(
-        400, f"{where}: expected a string or a {{'b64': ...}} object; received "
-        f"{_describe(value)}"
-    )  # fmt: skip
-
-
-def _describe(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _number(value, spec, where):
-    integer = spec.dtype.is_integer
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if not ok or isinstance(value, bool):
-        kind = "an integer" if integer else "a number"
-        raise RequestError(
-            400,
-            f"{where}: expected {kind} ({spec.dtype.name}); received "
-            f"{_describe(value)}",
-        )
-    if integer:
-        info = np.iinfo(spec.dtype.as_numpy_dtype)
-        if not info.min <= value <= info.max:
-            raise RequestError(
-                400, f"{where}: {value} is out of the range of {spec.dtype.name}"
-            )
-    return value
-
-
-def _leaves(value, spec, where, depth):
-    """Checks a nested list's leaves in place of NumPy's silent coercion."""
-    if depth == 0:
-        if spec.dtype == tf.string:
-            return _string(value, where)
-        return _number(value, spec, where)
-    if not isinstance(value, list):
-        raise RequestError(
-            400,
-            f"{where}: expected a list (rank {depth} more); received "
-            f"{_describe(value)}",
-        )
-    return [_leaves(v, spec, f"{where}[{i}]", depth - 1) for i, v in enumerate(value)]
-
-
-def to_array(values, spec, where):
-    """A JSON batch (list of examples) -> a (B, ...) array of `spec`'s dtype.
-
-    Raises:
-        RequestError: 400, naming `where`, for a wrong type, rank or shape.
-    """
-    rank = len(spec.shape)
-    checked = _leaves(values, spec, where, rank)
-    dtype = object if spec.dtype == tf.string else spec.dtype.as_numpy_dtype
-    try:
-        array = np.array(checked, dtype=dtype)
-    except ValueError:
-        array = None
-    if array is None or array.ndim != rank:
-        raise RequestError(
-            400, f"{where}: the lists are ragged; expected a rectangular tensor "
-            f"of rank {rank}"
-        )  # fmt: skip
-    for axis, (want, got) in enumerate(zip(spec.shape, array.shape)):
-        if want is not None and want != got:
-            raise RequestError(
-                400,
-                f"{where}: dimension {axis} is {got}; the signature expects {want}",
-            )
-    if array.size == 0 and rank > 1:
-        raise RequestError(400, f"{where}: an empty tensor {list(array.shape)}")
-    return array
-
-
-def parse_predict(body, servable):
-    """A :predict body -> (signature, dict name -> array, "row"|"columnar").
-
-    Raises:
-        RequestError: 400 for every malformed request.
-    """
-    if not isinstance(body, dict):
-        raise RequestError(400, "the request body must be a JSON object")
-    name = body.get("signature_name", DEFAULT_SIGNATURE)
-    if not isinstance(name, str):
-        raise RequestError(400, f"'signature_name' must be a string; received {name!r}")
-    signature = servable.signature(name or DEFAULT_SIGNATURE)
-    keys = [key for key in ("instances", "inputs") if key in body]
-    if len(keys) != 1:
-        raise RequestError(
-            400,
-            "the request must have exactly one of the keys 'instances' (row "
-            f"format) and 'inputs' (columnar format); it has {keys or 'neither'}",
-        )
-    if keys == ["instances"]:
-        return signature, _rows(body["instances"], signature), "row"
-    return signature, _columns(body["inputs"], signature), "columnar"
-
-
-def _named(value, names):
-    return isinstance(value, dict) and set(value) == names
-
-
-def _rows(instances, signature):
-    if not isinstance(instances, list):
-        raise RequestError(400, "'instances' must be a list of examples")
-    if not instances:
-        raise RequestError(
-            400, "'instances' is an empty list; send one example or more"
-        )
-    names = set(signature.inputs)
-    columns = {name: [] for name in names}
-    for i, instance in enumerate(instances):
-        if _named(instance, names):
-            for name in names:
-                columns[name].append(instance[name])
-        elif len(names) == 1:
-            columns[next(iter(names))].append(instance)
-        else:
-            raise RequestError(
-                400,
-                f"instances[{i}]: expected an object with the inputs "
-                f"{sorted(names)}; received {_describe(instance)}",
-            )
-    return {
-        name: to_array(values, signature.inputs[name], f"instances ({name})")
-        for name, values in columns.items()
-    }
-
-
-def _columns(inputs, signature):
-    names = set(signature.inputs)
-    if not _named(inputs, names):
-        if len(names) != 1 or isinstance(inputs, dict):
-            raise RequestError(
-                400,
-                f"'inputs' must be an object with the inputs {sorted(names)}"
-                + (" or the one input's value" if len(names) == 1 else ""),
-            )
-        inputs = {next(iter(names)): inputs}
-    arrays = {
-        name: to_array(inputs[name], signature.inputs[name], f"inputs ({name})")
-        for name in names
-    }
-    sizes = {array.shape[0] if array.ndim else 1 for array in arrays.values()}
-    if any(array.ndim == 0 for array in arrays.values()) or 0 in sizes:
-        raise RequestError(400, "'inputs' must hold a batch of one example or more")
-    if len(sizes) != 1:
-        raise RequestError(400, "the inputs of 'inputs' differ in their batch size")
-    return arrays
-
-
-def _json_values(array):
-    if array.dtype == object:
-        decode = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])
-        return decode(array).tolist() if array.size else array.tolist()
-    return array.tolist()
-
-
-def format_outputs(outputs, form):
-    """Model outputs -> the response body TF Serving gives for `form`."""
-    names = sorted(outputs)
-    values = {name: _json_values(outputs[name]) for name in names}
-    if form == "columnar":
-        return {"outputs": values[names[0]] if len(names) == 1 else values}
-    if len(names) == 1:
-        return {"predictions": values[names[0]]}
-    rows = len(values[names[0]])
-    return {
-        "predictions": [{name: values[name][i] for name in names} for i in range(rows)]
-    }

@@ -24,7 +24,7 @@ from http import HTTPStatus
 from zoo.recipes.settings import ServeSettings
 from zoo.serving import page
 from zoo.serving.batching import Batcher
-from zoo.serving.servable import RequestError, Servable, format_outputs, parse_predict
+from zoo.serving.rest import RequestError, format_outputs, parse_predict
 
 PREDICT = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?:(\w+)", re.IGNORECASE)
 NAME = re.compile(r"[^/:?#\s]+")
@@ -144,7 +144,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 class ModelServer:
-    """A SavedModel version behind TF Serving's REST API.
+    """A SavedModel version (or a CTranslate2 export) behind TF Serving's REST API.
 
     Binds its socket when made (an address in use fails here, before the
     model loads); `start` serves in a thread, with the status saying
@@ -160,6 +160,9 @@ class ModelServer:
         batch_timeout_micros: int >= 0, the longest a batch waits to fill.
         max_body_bytes: int >= 1, larger request bodies are refused (413).
         request_timeout: float > 0, seconds a socket read may wait.
+        servable_class: what loads `path`: `(path, version) -> servable`
+            (see `zoo.serving.rest`); None for a SavedModel's `Servable`,
+            `CTranslate2Servable` for a CTranslate2 export.
 
     Raises:
         ValueError: for an argument out of its range, naming it.
@@ -177,6 +180,7 @@ class ModelServer:
         batch_timeout_micros=_DEFAULTS.batch_timeout_micros,
         max_body_bytes=_DEFAULTS.max_body_bytes,
         request_timeout=_DEFAULTS.request_timeout,
+        servable_class=None,
     ):
         for name, value, low in (
             ("max_batch_size", max_batch_size, 1),
@@ -201,6 +205,7 @@ class ModelServer:
             )
         self.path = path
         self.version = version
+        self.servable_class = servable_class
         self.model_name = model_name
         self.max_batch_size = max_batch_size
         self.batch_timeout_micros = batch_timeout_micros
@@ -236,7 +241,11 @@ class ModelServer:
             LoadError: when the directory does not load.
         """
         self.state = "LOADING"
-        servable = Servable(self.path, self.version)
+        servable_class = self.servable_class
+        if servable_class is None:
+            # Imported here: a CTranslate2 server never loads TensorFlow.
+            from zoo.serving.servable import Servable as servable_class
+        servable = servable_class(self.path, self.version)
         batchers = {
             name: Batcher(signature, self.max_batch_size, self.batch_timeout_micros)
             for name, signature in servable.signatures.items()

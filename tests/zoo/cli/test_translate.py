@@ -39,7 +39,9 @@ def test_translate_refuses_a_missing_or_wrong_directory(tmp_path):
         in_process=True,
     )  # fmt: skip
     assert both.returncode == 1
-    assert "give exactly one of --model-dir and --saved-model" in both.stderr
+    assert "give exactly one of --model-dir, --saved-model and --ctranslate2" in (
+        both.stderr
+    )
     greedy = run_cli(
         "translate", "--saved-model", tmp_path, "--beam-width", "2", in_process=True
     )
