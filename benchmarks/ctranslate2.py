@@ -88,11 +88,10 @@ def _calls(implementation, directory, new_tokens, words, threads):
         case: _sentences(vocabulary, case[0], words, seed=case[0]) for case in CASES
     }
     if implementation.startswith("ct2"):
-        import keras_seq_cli
-
         # As `keras-seq translate --ctranslate2`: no TensorFlow, no Keras.
-        module = keras_seq_cli.import_without_keras("zoo.serving.ctranslate2_model")
-        model = module.CTranslate2Model(
+        from zoo.serving.ctranslate2_model import CTranslate2Model
+
+        model = CTranslate2Model(
             os.path.join(directory, implementation), intra_threads=threads
         )
         model.settings["max_decoding_length"] = new_tokens

@@ -1,14 +1,33 @@
 """keras-seq: sequence-model layers for Keras 3 and the machinery around them.
 
-`keras_seq.callbacks` and the tokenizers and pipelines of `keras_seq.text`
-need TensorFlow, which a model on another backend does not, so they are
-imported on their own, as are the corpus loaders of `keras_seq.data`.
+`import keras_seq` is light: each subpackage loads on first use (PEP 562),
+so that the TensorFlow-free parts (`keras_seq.text.portable_tokenizer`, the
+special-token ids) import without Keras. `keras_seq.callbacks` and the
+tokenizers and pipelines of `keras_seq.text` need TensorFlow, which a model
+on another backend does not; the corpus loaders are `keras_seq.data`.
+
+Importing a module registers its serializable classes; a compiled model
+saved with this package's losses, metrics or schedules loads once
+`keras_seq.losses`, `keras_seq.metrics` and `keras_seq.schedules` are
+imported (`keras_seq.register_all()` imports every one).
 """
 
-# Importing the losses, metrics and schedules registers them, so that a
-# compiled model saved with them loads after a plain `import keras_seq`.
-from keras_seq import layers, losses, masks, metrics, schedules
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = ["layers", "losses", "masks", "metrics", "schedules", "__version__"]
+_SUBMODULES = ("layers", "losses", "masks", "metrics", "schedules")
+
+__all__ = [*_SUBMODULES, "__version__", "register_all"]
+
+
+def register_all():
+    """Imports the modules whose classes a saved model may name."""
+    for name in _SUBMODULES:
+        importlib.import_module(f"keras_seq.{name}")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"keras_seq.{name}")
+    raise AttributeError(f"module 'keras_seq' has no attribute {name!r}")

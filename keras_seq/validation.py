@@ -8,8 +8,6 @@ when the object is made, not deep inside a traced graph.
 import math
 import numbers
 
-import keras
-
 
 def check_positive_int(value, name, allow_none=False):
     """Raise unless `value` is an int > 0 (or None, when `allow_none`).
@@ -73,6 +71,8 @@ def clone_initializer(initializer):
     called repeatedly. Each sublayer gets its own copy of the configured
     initializer, as keras-hub's `clone_initializer` does.
     """
+    import keras  # Only here: the checks above import without Keras.
+
     initializer = keras.initializers.get(initializer)
     return initializer.__class__.from_config(initializer.get_config())
 

@@ -40,7 +40,8 @@ __all__ = sorted(_HOME)
 
 
 def load_models():
-    """Imports every builder module, registering the model classes.
+    """Imports every builder module, registering the model classes (and
+    keras-seq's layers, losses, metrics and schedules).
 
     `keras.saving.load_model` finds a zoo model's class only once its
     module was imported; loaders call this first.
@@ -48,6 +49,10 @@ def load_models():
     for module in _MODULES:
         importlib.import_module(module)
     import keras
+
+    import keras_seq
+
+    keras_seq.register_all()
 
     from keras_seq.layers import AttentionDecoder
 

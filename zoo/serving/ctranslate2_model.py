@@ -4,9 +4,8 @@
 `keras_seq.export.ctranslate2.export_ctranslate2` (`keras-seq export
 --format ctranslate2`) and translates with `ctranslate2.Translator`, greedy
 or with beams, tokenizing with `keras_seq.text.portable_tokenizer`. Neither
-this module nor those it imports load TensorFlow or Keras; the command line
-(`keras-seq translate --ctranslate2 DIR`) imports it without the packages'
-`__init__` modules, which do (`keras_seq_cli.import_without_keras`).
+this module nor those it imports load TensorFlow or Keras, nor does the
+command line that calls it (`keras-seq translate --ctranslate2 DIR`).
 
 Beam scores differ from `model.generate`'s in one way: CTranslate2 divides a
 hypothesis's log-probability by `length ** alpha`, `model.generate` by
@@ -14,7 +13,6 @@ GNMT's `((5 + length) / 6) ** alpha`. At `length_penalty=0` both rank by
 the summed log-probabilities, and the two give the same n-best lists.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -369,28 +367,6 @@ def translate_command(directory, texts, beam_width=None, length_penalty=0.0):
     for output in outputs:
         print(output)
     return 0
-
-
-def main(argv):
-    """`keras-seq translate|serve --ctranslate2 DIR ...` without Keras."""
-    if argv[0] == "serve":
-        from zoo.serving.flags import add_server_arguments
-
-        parser = argparse.ArgumentParser(prog="keras-seq serve")
-        add_server_arguments(parser)
-        return serve_command(parser.parse_args(argv[1:]))
-    parser = argparse.ArgumentParser(prog="keras-seq translate")
-    add_translate_arguments(parser)
-    parser.add_argument("--beam-width", type=int, default=None)
-    parser.add_argument("--length-penalty", type=float, default=0.0)
-    parser.add_argument("texts", nargs="*")
-    args = parser.parse_args(argv[1:])
-    if args.beam_width is not None and args.beam_width < 1:
-        print("keras-seq: --beam-width must be >= 1", file=sys.stderr)
-        return 1
-    return translate_command(
-        args.ctranslate2, args.texts, args.beam_width, args.length_penalty
-    )
 
 
 def serve_command(args):

@@ -47,7 +47,8 @@ for argv in [["--help"], ["--version"], ["presets"], *helps]:
         except SystemExit:
             pass
     assert out.getvalue(), argv
-print(sorted({{"keras", "tensorflow", "jax", "torch", "keras_seq"}} & set(sys.modules)))
+heavy = {{"keras", "tensorflow", "jax", "torch", "keras_hub", "keras_seq.layers"}}
+print(sorted(heavy & set(sys.modules)))
 """
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
