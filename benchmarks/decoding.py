@@ -190,9 +190,14 @@ def _no_grad():
 
 
 def _ours_step_at(model, source, position):
-    """Ours: the decoder step at `position` of a `position + 1`-token cache."""
+    """Ours: the decoder step at `position` of a `position + 1`-token cache.
+
+    The step `generate` runs: on PyTorch the plain PyTorch one
+    (`keras_seq.generation.fast_step`), elsewhere `decoding_step`.
+    """
     token, context, cache = model.start_decoding(source, position + 1, START_ID)
-    return lambda: model.decoding_step(token, position, context, cache)[0]
+    step = model.fast_decoding_step() or model.decoding_step
+    return lambda: step(token, position, context, cache)[0]
 
 
 def _hub_step_at(model, source, position):

@@ -83,6 +83,8 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         into a (B, T, V) tensor, and the smoothing term is a second pass
         over the logits; the fused kernels make one pass for both.
         """
+        if keras.backend.backend() == "torch":
+            return _torch_cross_entropy(y_true, logits, self.label_smoothing)
         if not self.label_smoothing:
             return ops.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
         eps = self.label_smoothing
@@ -127,6 +129,24 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
             }
         )
         return config
+
+
+def _torch_cross_entropy(y_true, logits, label_smoothing):
+    """(B, T) token losses by PyTorch's `cross_entropy`, smoothing included.
+
+    PyTorch's label smoothing is the same mixture, `(1 - eps) nll + eps
+    mean(-log p)`, in one pass over the logits and one back; Keras' torch
+    `one_hot` and `categorical_crossentropy` make four, each over a
+    (B, T, V) tensor (`benchmarks/README.md`, "Training on PyTorch").
+    """
+    import torch  # The PyTorch backend only.
+
+    return torch.nn.functional.cross_entropy(
+        torch.movedim(logits, -1, 1),  # (B, V, T), classes on the second axis
+        y_true.long(),
+        reduction="none",
+        label_smoothing=label_smoothing,
+    )  # (B, T)
 
 
 def _scale_for_replicas(loss):

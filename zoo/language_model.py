@@ -16,6 +16,7 @@ from keras_seq.generation import (
     empty_self_attention_caches,
     resolve_max_new_tokens,
 )
+from keras_seq.generation.fast_step import torch_decoder_step
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids
@@ -207,6 +208,18 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         else:
             logits = self.output_dense(y)  # (B, 1, V)
         return logits[:, 0, :], tuple(updated)
+
+    def fast_decoding_step(self):
+        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
+        step = torch_decoder_step(
+            self.token_embedding,
+            self.decoder_blocks,
+            self.decoder_norm,
+            None if self.tie_embeddings else self.output_dense,
+        )
+        if step is None:
+            return None
+        return lambda token_ids, index, context, cache: step(token_ids, index, cache)
 
 
 def build_language_model(preset=None, **overrides):

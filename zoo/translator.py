@@ -16,6 +16,7 @@ from keras_seq.generation import (
     empty_self_attention_caches,
     resolve_max_new_tokens,
 )
+from keras_seq.generation.fast_step import torch_decoder_step
 from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -309,6 +310,23 @@ class Translator(GenerativeModel, TokenIdsModel):
             updated.append(self_cache)
         logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
         return logits[:, 0, :], tuple(updated)
+
+    def fast_decoding_step(self):
+        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
+        step = torch_decoder_step(
+            self.target_embedding,
+            self.decoder_blocks,
+            self.decoder_norm,
+            None if self.tie_embeddings else self.output_dense,
+        )
+        if step is None:
+            return None
+
+        def decode(token_ids, index, context, cache):
+            _, source_mask, cross_caches = context
+            return step(token_ids, index, cache, cross_caches, source_mask)
+
+        return decode
 
 
 def build_translator(preset=None, **overrides):
