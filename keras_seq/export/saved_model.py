@@ -30,6 +30,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_seq import defaults
 from keras_seq.generation import GenerativeModel
 from keras_seq.text import (
     END_ID,
@@ -230,8 +231,8 @@ def export_translator(
     export_dir,
     version=DEFAULT_VERSION,
     max_new_tokens=None,
-    beam_width=4,
-    length_penalty=0.6,
+    beam_width=defaults.BEAM_WIDTH,
+    length_penalty=defaults.LENGTH_PENALTY,
     num_return=None,
 ):
     """Export a `zoo.build_translator` or `zoo.build_rnn_translator` model.

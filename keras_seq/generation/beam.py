@@ -18,6 +18,7 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import defaults
 from keras_seq.layers.attention_kernels import compiles_with_xla
 from keras_seq.masks import masked_value
 from keras_seq.validation import check_positive_int
@@ -130,8 +131,8 @@ def beam_search(
     max_new_tokens,
     start_token_id,
     end_token_id,
-    beam_width=4,
-    length_penalty=0.6,
+    beam_width=defaults.BEAM_WIDTH,
+    length_penalty=defaults.LENGTH_PENALTY,
     num_return=1,
     steps_per_check=None,
 ):

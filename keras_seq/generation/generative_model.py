@@ -32,6 +32,7 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import defaults
 from keras_seq.generation import draws
 from keras_seq.generation.beam import beam_search as run_beam_search
 from keras_seq.generation.beam import check_num_return, tile_beams
@@ -55,7 +56,7 @@ from keras_seq.validation import (
 )
 
 # The default output length of a model without a length limit of its own.
-DEFAULT_MAX_NEW_TOKENS = 64
+DEFAULT_MAX_NEW_TOKENS = defaults.UNBOUNDED_LENGTH
 
 
 def resolve_max_new_tokens(max_new_tokens, limit=None):
@@ -210,8 +211,8 @@ class GenerativeModel:
         strategy="greedy",
         start_token_id=START_ID,
         end_token_id=END_ID,
-        beam_width=4,
-        length_penalty=0.6,
+        beam_width=defaults.BEAM_WIDTH,
+        length_penalty=defaults.LENGTH_PENALTY,
         temperature=1.0,
         top_k=None,
         top_p=None,
@@ -325,8 +326,8 @@ class GenerativeModel:
         self,
         token_ids,
         max_new_tokens=None,
-        beam_width=4,
-        length_penalty=0.6,
+        beam_width=defaults.BEAM_WIDTH,
+        length_penalty=defaults.LENGTH_PENALTY,
         num_return=1,
         start_token_id=START_ID,
         end_token_id=END_ID,

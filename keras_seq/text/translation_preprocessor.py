@@ -33,6 +33,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from keras_seq import defaults
 from keras_seq.text.dataset_ops import (
     map_without_autograph,
     ordered_slices,
@@ -70,7 +71,7 @@ _FIRST_BUCKET = 8
 _BUCKET_GROWTH = 1.5
 # The longest bucket of a model without a `max_length` of its own (an RNN),
 # unless the buckets are given.
-UNBOUNDED_LENGTH = 64
+UNBOUNDED_LENGTH = defaults.UNBOUNDED_LENGTH
 
 
 def default_bucket_boundaries(max_length):
@@ -265,7 +266,7 @@ class TranslationPreprocessor(Preprocessor):
     def dataset(
         self,
         pairs,
-        batch_tokens=4096,
+        batch_tokens=defaults.BATCH_TOKENS,
         batch_size=None,
         shuffle=False,
         seed=0,

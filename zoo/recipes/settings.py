@@ -8,6 +8,8 @@ the defaults only where their papers or purposes say.
 
 import dataclasses
 
+from keras_seq import defaults
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainingSettings:
@@ -87,7 +89,7 @@ class TranslatorSettings(TrainingSettings):
     """
 
     recipe: str = "default"
-    batch_tokens: int = 2048
+    batch_tokens: int = defaults.BATCH_TOKENS
     max_length: int | None = None
     warmup_steps: int = 300
     learning_rate_scale: float = 0.7
@@ -99,7 +101,7 @@ class TranslatorSettings(TrainingSettings):
     average_last_epochs: int = 1
     token_dropout: float = 0.0
     early_stopping_patience: int | None = None
-    beam_width: int = 4
+    beam_width: int = defaults.BEAM_WIDTH
     greedy_bleu: bool = False
     variants: bool = False
     phrases: bool = False

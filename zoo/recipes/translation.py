@@ -16,7 +16,7 @@ import numpy as np
 import sacrebleu
 
 import zoo
-from keras_seq import text
+from keras_seq import defaults, text
 from keras_seq.callbacks import (
     AverageLastEpochs,
     BleuHistory,
@@ -34,7 +34,7 @@ from zoo.recipes.settings import TranslatorSettings
 
 # The RNN translator's sequences are unbounded (its builder has no
 # `max_length`); its batches are cut to this many tokens.
-RNN_MAX_LENGTH = 64
+RNN_MAX_LENGTH = defaults.UNBOUNDED_LENGTH
 
 
 def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):

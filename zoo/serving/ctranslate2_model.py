@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from keras_seq import defaults
 from keras_seq.text.portable_tokenizer import PortableTokenizer
 from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, RequestError
 
@@ -248,7 +249,13 @@ class CTranslate2Servable:
         LoadError: when the directory is not a translator export.
     """
 
-    def __init__(self, path, version, beam_width=4, length_penalty=0.6):
+    def __init__(
+        self,
+        path,
+        version,
+        beam_width=defaults.BEAM_WIDTH,
+        length_penalty=defaults.LENGTH_PENALTY,
+    ):
         try:
             self.model = CTranslate2Model(path)
         except (ValueError, ImportError, RuntimeError) as error:
