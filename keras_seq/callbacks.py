@@ -296,7 +296,14 @@ def _resume_history(path, epochs, monitor, mode):
     return max(values) if mode == "max" else min(values)
 
 
-def checkpoint_callbacks(output_dir, monitor="val_loss"):
+def checkpoint_callbacks(
+    output_dir,
+    monitor="val_loss",
+    *,
+    history_path=None,
+    backup_dir=None,
+    best_weights_path=None,
+):
     """Log, back up and keep the best epoch, resuming after an interruption.
 
     - `CSVLogger` writes `<output_dir>/history.csv` (appending when the run
@@ -315,6 +322,9 @@ def checkpoint_callbacks(output_dir, monitor="val_loss"):
         output_dir: the run's directory.
         monitor: the logged quantity that picks the best epoch; one whose
             name holds `"acc"` or `"bleu"` is maximised, others minimised.
+        history_path, backup_dir, best_weights_path: str or None, where
+            each goes when not under the names above (a run directory
+            object names its own files).
 
     Returns:
         A list of the three callbacks, in the order above.
@@ -324,8 +334,8 @@ def checkpoint_callbacks(output_dir, monitor="val_loss"):
     >>> callbacks = checkpoint_callbacks("runs/small", monitor="val_loss")
     >>> model.fit(dataset, epochs=10, callbacks=callbacks)  # doctest: +SKIP
     """
-    backup_dir = os.path.join(output_dir, "backup")
-    history = os.path.join(output_dir, "history.csv")
+    backup_dir = backup_dir or os.path.join(output_dir, "backup")
+    history = history_path or os.path.join(output_dir, "history.csv")
     mode = "max" if "acc" in monitor or "bleu" in monitor else "min"
     finished = finished_epochs(backup_dir)
     best = _resume_history(history, finished, monitor, mode) if finished else None
@@ -334,7 +344,7 @@ def checkpoint_callbacks(output_dir, monitor="val_loss"):
         # Two copies: a kill while one is written leaves the other to load.
         keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True),
         keras.callbacks.ModelCheckpoint(
-            os.path.join(output_dir, "best.weights.h5"),
+            best_weights_path or os.path.join(output_dir, "best.weights.h5"),
             monitor=monitor,
             mode=mode,
             save_best_only=True,

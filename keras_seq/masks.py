@@ -89,9 +89,57 @@ def check_id_range(ids, name, size, size_name="vocabulary_size"):
     low, high = values.min(), values.max()
     if low < 0 or high >= size:
         raise ValueError(
-            f"`{name}` must lie in [0, {size}) ({size_name}={size}); "
+            f"{id_range_rule(name, size, size_name)}; "
             f"received values in [{low}, {high}]."
         )
+
+
+def id_range_rule(name, size, size_name="vocabulary_size", where=""):
+    """The rule an id check states: "`name` must lie in [0, size) (...)".
+
+    One wording for the eager check (`check_id_range`) and the one inside
+    a `tf.data` pipeline (`assert_id_range`).
+
+    Args:
+        name: the argument's name, quoted in the message.
+        size: int, the number of valid ids.
+        size_name: what `size` is called, e.g. `"num_classes"`.
+        where: text after the name, e.g. `" in the `x` dataset"`.
+    """
+    return f"`{name}`{where} must lie in [0, {size}) ({size_name}={size})"
+
+
+def assert_id_range(ids, name, size, size_name="vocabulary_size", where=""):
+    """A TensorFlow assertion that integer `ids` lie in `[0, size)`.
+
+    For ids read inside a `tf.data` pipeline, where no Python check runs:
+    a batch out of range stops the pipeline with an `InvalidArgumentError`
+    carrying `id_range_rule`'s message and the batch's smallest and
+    largest id, on every backend that the pipeline feeds (JAX would read
+    NaN from an embedding past its table, or train on a label past the
+    logits without a word). An empty batch passes.
+
+    Args:
+        ids: an integer `tf.Tensor`, any shape.
+        name, size, size_name, where: as for `id_range_rule`.
+
+    Returns:
+        The assertion op, for `tf.control_dependencies`.
+    """
+    import tensorflow as tf  # Only pipelines call it; they run TensorFlow.
+
+    low, high = tf.reduce_min(ids), tf.reduce_max(ids)
+    in_range = tf.logical_and(low >= 0, high < size)
+    return tf.debugging.Assert(
+        tf.logical_or(tf.size(ids) == 0, in_range),
+        [
+            # Printed escaped by TensorFlow, hence no quotes of its own.
+            f"{id_range_rule(name, size, size_name, where)}; a batch holds "
+            "values in [min, max] =",
+            low,
+            high,
+        ],
+    )
 
 
 @contextlib.contextmanager
@@ -192,6 +240,62 @@ def attention_mask_from_padding(query_mask=None, key_mask=None):
     if key_part is not None:
         key_part = key_part[:, None, :]  # (B, 1, S)
     return merge_masks(query_part, key_part)
+
+
+def attention_mask_per_head(
+    attention_mask, batch_size, num_heads, query_length, key_length
+):
+    """An attention mask of any shape Keras takes, as (B, N, T, S).
+
+    `keras.layers.MultiHeadAttention` takes (T, S) (one mask for every
+    row), (B, T, S) and (B, N, T, S) (one per head); a batch or head axis
+    of size 1 broadcasts. All come out with a batch and a head axis, each
+    of its given size or 1, so they merge with padding and causal masks by
+    broadcasting.
+
+    Args:
+        attention_mask: boolean mask, or None.
+        batch_size, num_heads, query_length, key_length: the expected
+            sizes B, N, T, S; None (or symbolic) where unknown.
+
+    Returns:
+        A boolean (B or 1, N or 1, T, S) tensor, or None.
+
+    Raises:
+        ValueError: naming `attention_mask` and the shapes it may have.
+    """
+    if attention_mask is None:
+        return None
+    shape = tuple(static_dim(d) for d in attention_mask.shape)
+    allowed = {
+        2: (query_length, key_length),
+        3: (batch_size, query_length, key_length),
+        4: (batch_size, num_heads, query_length, key_length),
+    }
+    expected = tuple(static_dim(d) for d in allowed.get(len(shape), ()))
+    broadcast = (0, 1) if len(shape) == 4 else (0,) if len(shape) == 3 else ()
+    fits = len(shape) in allowed and all(
+        e is None or s is None or s == e or (s == 1 and axis in broadcast)
+        for axis, (s, e) in enumerate(zip(shape, expected))
+    )
+    if not fits:
+        named = [
+            "(" + ", ".join("?" if d is None else str(d) for d in dims) + ")"
+            for dims in allowed.values()
+        ]
+        raise ValueError(
+            "`attention_mask` must have shape (query_length, key_length), "
+            "(batch_size, query_length, key_length) or (batch_size, "
+            "num_heads, query_length, key_length), a batch or head axis "
+            f"possibly 1: here {named[0]}, {named[1]} or {named[2]}; "
+            f"received shape {shape}."
+        )
+    attention_mask = ops.cast(attention_mask, "bool")
+    if len(shape) == 2:
+        return attention_mask[None, None]  # (1, 1, T, S)
+    if len(shape) == 3:
+        return attention_mask[:, None]  # (B, 1, T, S)
+    return attention_mask
 
 
 def masked_value(dtype):

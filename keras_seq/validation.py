@@ -5,6 +5,7 @@ expected and shows what was received, so that a bad hyperparameter fails
 when the object is made, not deep inside a traced graph.
 """
 
+import math
 import numbers
 
 import keras
@@ -84,3 +85,65 @@ def check_seed(value, name="seed"):
         raise ValueError(
             f"`{name}` must be None or an int in [0, 2**31); received {value!r}."
         )
+
+
+def check_int_in(value, name, low, high=None, bound="", allow_none=True):
+    """Refuse `value` unless it is an int in [low, high] (or None, when
+    `allow_none`).
+
+    The same messages as the application's options (`beam_width`,
+    `top_k`, `max_new_tokens`), so the raw model API and the command line
+    refuse a value alike.
+
+    Args:
+        value: the argument's value.
+        name: str, the argument's name.
+        low: int, the smallest value allowed.
+        high: int or None (no upper bound), the largest.
+        bound: str, what `high` is, e.g. "the target vocabulary size".
+        allow_none: bool, whether None passes.
+
+    Raises:
+        TypeError: when `value` is not an int (a bool or a float is not).
+        ValueError: when it is out of [low, high].
+    """
+    if value is None and allow_none:
+        return
+    if not _is_int(value):
+        raise TypeError(f"`{name}` must be an int; received {value!r}.")
+    if value < low:
+        raise ValueError(f"`{name}` must be at least {low}; received {value}.")
+    if high is not None and value > high:
+        raise ValueError(
+            f"`{name}` must be at most {high} ({bound}); received {value}."
+        )
+
+
+def check_finite(value, name, above_zero=False):
+    """Refuse `value` unless it is a finite real number (> 0 with `above_zero`).
+
+    NaN passes every comparison unnoticed (a NaN temperature turns every
+    logit into NaN; a NaN length penalty every score), so it is refused by
+    name.
+
+    Raises:
+        TypeError: when `value` is not a real number (a str, a bool).
+        ValueError: when it is NaN, infinite, or not above 0 where asked.
+    """
+    expected = "a finite number above 0" if above_zero else "a finite number"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be {expected}; received {value!r}.")
+    if not math.isfinite(value) or (above_zero and value <= 0):
+        raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
+
+
+def check_top_p(value, name="top_p"):
+    """Refuse `value` unless it is None or a real number in (0, 1]."""
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 < value <= 1.0
+    ):
+        raise ValueError(f"`{name}` must be in (0, 1]; received {value!r}.")

@@ -118,3 +118,51 @@ def test_check_mask_shape():
         masks.check_mask_shape(np.ones((2, 3)), "m", (None, 4))
     symbolic = keras.Input((3,))
     masks.check_mask_shape(symbolic, "m", (2, 3))
+
+
+def test_the_pipeline_check_states_the_eager_rule():
+    """One wording for the id range, in process and inside `tf.data`."""
+    tf = pytest.importorskip("tensorflow")
+    rule = masks.id_range_rule("y", 2, "num_classes", where=" in the `x` dataset")
+    assert rule == "`y` in the `x` dataset must lie in [0, 2) (num_classes=2)"
+
+    def checked(ids):
+        with tf.control_dependencies(
+            [masks.assert_id_range(ids, "y", 2, "num_classes", " in the `x` dataset")]
+        ):
+            return tf.identity(ids)
+
+    good = tf.data.Dataset.from_tensor_slices(np.array([[0, 1], [1, 1]])).batch(2)
+    assert next(iter(good.map(checked))).numpy().tolist() == [[0, 1], [1, 1]]
+    empty = tf.data.Dataset.from_tensors(np.zeros((0,), "int64"))
+    assert next(iter(empty.map(checked))).numpy().size == 0
+    bad = tf.data.Dataset.from_tensor_slices(np.array([[0, 1], [5, -1]])).batch(2)
+    with pytest.raises(tf.errors.InvalidArgumentError) as refused:
+        next(iter(bad.map(checked)))
+    after = str(refused.value).split(f"{rule}; a batch holds values in [min, max] =")
+    # TensorFlow prints the two values after the message, each in brackets.
+    assert len(after) == 2 and after[1].split()[:3] == ["]", "[-1]", "[5]"]
+
+
+@pytest.mark.parametrize(
+    "shape, per_head_shape",
+    [((3, 4), (1, 1, 3, 4)), ((1, 3, 4), (1, 1, 3, 4)), ((2, 3, 4), (2, 1, 3, 4)),
+     ((2, 5, 3, 4), (2, 5, 3, 4)), ((1, 1, 3, 4), (1, 1, 3, 4))],
+)  # fmt: skip
+def test_attention_masks_of_every_keras_shape_get_batch_and_head_axes(
+    shape, per_head_shape
+):
+    mask = np.random.default_rng(0).random(shape) > 0.5
+    per_head = masks.attention_mask_per_head(mask, 2, 5, 3, 4)
+    assert tuple(per_head.shape) == per_head_shape
+    np.testing.assert_array_equal(
+        np.broadcast_to(ops.convert_to_numpy(per_head), (2, 5, 3, 4)),
+        np.broadcast_to(mask.reshape(per_head_shape), (2, 5, 3, 4)),
+    )
+    assert masks.attention_mask_per_head(None, 2, 5, 3, 4) is None
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 4, 4), (3, 3, 4), (2, 2, 3, 4)])
+def test_attention_masks_of_other_shapes_are_refused(shape):
+    with pytest.raises(ValueError, match=r"`attention_mask` must have shape .*"):
+        masks.attention_mask_per_head(np.ones(shape, bool), 2, 5, 3, 4)

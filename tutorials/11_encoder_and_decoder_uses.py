@@ -146,9 +146,7 @@ own_sentences = [
     "Not as bad as I feared, but not good either.",
     "I laughed from start to finish.",
 ]
-probabilities = tasks.classify_texts(
-    classifier, review_tokenizer, own_sentences, sentiment.max_length
-)
+probabilities = tasks.classify_texts(classifier, sentiment.preprocessor, own_sentences)
 show_table(
     ["sentence", "P(positive)"],
     [(s, f"{p[1]:.2f}") for s, p in zip(own_sentences, probabilities)],

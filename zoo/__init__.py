@@ -1,58 +1,71 @@
-"""Ready builders that combine keras-seq layers with the functional API."""
+"""Ready builders that combine keras-seq layers with the functional API.
 
-import keras
+`import zoo` is light: the builders, and with them Keras, load on first use
+of any public name (PEP 562), so `keras-seq --help` starts without
+TensorFlow. Touching any of them imports every builder module, which
+registers each model class a `.keras` file may name.
+"""
 
-from keras_seq.layers import AttentionDecoder
-from zoo.encoders import (
-    Classifier,
-    MaskedLanguageModel,
-    build_classifier,
-    build_masked_language_model,
-)
-from zoo.language_model import LanguageModel, build_language_model
-from zoo.presets import (
-    CLASSIFIER_PRESETS,
-    ENCODER_PRESETS,
-    LANGUAGE_MODEL_PRESETS,
-    RNN_LANGUAGE_MODEL_PRESETS,
-    RNN_SEQ2SEQ_PRESETS,
-    RNN_TRANSLATOR_PRESETS,
-    TRANSLATOR_PRESETS,
-)
-from zoo.rnn import (
-    RNNLanguageModel,
-    RNNSeq2Seq,
-    build_rnn_language_model,
-    build_rnn_seq2seq,
-)
-from zoo.rnn_translator import RNNTranslator, build_rnn_translator
-from zoo.translator import Translator, build_translator
+import importlib
 
-__all__ = [
-    "CLASSIFIER_PRESETS",
-    "ENCODER_PRESETS",
-    "LANGUAGE_MODEL_PRESETS",
-    "RNN_LANGUAGE_MODEL_PRESETS",
-    "RNN_SEQ2SEQ_PRESETS",
-    "RNN_TRANSLATOR_PRESETS",
-    "TRANSLATOR_PRESETS",
-    "Classifier",
-    "LanguageModel",
-    "MaskedLanguageModel",
-    "RNNLanguageModel",
-    "RNNSeq2Seq",
-    "RNNTranslator",
-    "Translator",
-    "build_classifier",
-    "build_language_model",
-    "build_masked_language_model",
-    "build_rnn_language_model",
-    "build_rnn_seq2seq",
-    "build_rnn_translator",
-    "build_translator",
-]
+_MODULES = {
+    "zoo.encoders": (
+        "Classifier",
+        "MaskedLanguageModel",
+        "build_classifier",
+        "build_masked_language_model",
+    ),
+    "zoo.language_model": ("LanguageModel", "build_language_model"),
+    "zoo.presets": (
+        "CLASSIFIER_PRESETS",
+        "ENCODER_PRESETS",
+        "LANGUAGE_MODEL_PRESETS",
+        "RNN_LANGUAGE_MODEL_PRESETS",
+        "RNN_SEQ2SEQ_PRESETS",
+        "RNN_TRANSLATOR_PRESETS",
+        "TRANSLATOR_PRESETS",
+    ),
+    "zoo.rnn": (
+        "RNNLanguageModel",
+        "RNNSeq2Seq",
+        "build_rnn_language_model",
+        "build_rnn_seq2seq",
+    ),
+    "zoo.rnn_translator": ("RNNTranslator", "build_rnn_translator"),
+    "zoo.translator": ("Translator", "build_translator"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
-# `.keras` files name each class by its registered name; these layers were
-# registered under "zoo" before they moved into the library, and files
-# saved then must still load.
-keras.saving.get_custom_objects().setdefault("zoo>AttentionDecoder", AttentionDecoder)
+__all__ = sorted(_HOME)
+
+
+def load_models():
+    """Imports every builder module, registering the model classes.
+
+    `keras.saving.load_model` finds a zoo model's class only once its
+    module was imported; loaders call this first.
+    """
+    for module in _MODULES:
+        importlib.import_module(module)
+    import keras
+
+    from keras_seq.layers import AttentionDecoder
+
+    # This layer was registered under "zoo" before it moved into the
+    # library, and files saved then must still load.
+    keras.saving.get_custom_objects().setdefault(
+        "zoo>AttentionDecoder", AttentionDecoder
+    )
+
+
+def __getattr__(name):
+    if name not in _HOME:
+        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+    load_models()
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))

@@ -1,10 +1,16 @@
 """Helpers shared by the builders: argument checks and preset resolution."""
 
+import contextlib
 import inspect
 
 import keras
 
-from keras_seq.masks import check_id_range, check_token_ids, unread_ids
+from keras_seq.masks import (
+    assert_id_range,
+    check_id_range,
+    check_token_ids,
+    unread_ids,
+)
 
 
 def hyperparameters(model_cls):
@@ -142,15 +148,18 @@ class TokenIdsModel(keras.Model):
             else:  # given by position, after x and y
                 args = list(args)
                 args[_FIT_PARAMETERS.index("validation_data") - 2] = checked
-        return super().fit(self._checked_dataset(x), y, *args, **kwargs)
+        with _kept_when_refused(self):
+            return super().fit(self._checked_dataset(x), y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         self._check_data(x, y)
-        return super().evaluate(self._checked_dataset(x), y, *args, **kwargs)
+        with _kept_when_refused(self):
+            return super().evaluate(self._checked_dataset(x), y, *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
         self._check_data(x)
-        return super().predict(self._checked_dataset(x), *args, **kwargs)
+        with _kept_when_refused(self):
+            return super().predict(self._checked_dataset(x), *args, **kwargs)
 
     def train_on_batch(self, x, y=None, *args, **kwargs):
         self._check_data(x, y)
@@ -209,35 +218,69 @@ class TokenIdsModel(keras.Model):
 
         def checked(*element):
             inputs = element[0]  # (x, y, ...) or x alone
+            where = f" in the `{prefix}` dataset"
             checks = []
             for input_name, ids in self._named_inputs(inputs):
                 size = self._vocabulary_of(input_name)
-                if size is None or not ids.dtype.is_integer:
-                    continue
-                # No quotes: TensorFlow prints the message escaped.
-                name = f"{input_name}` in the `{prefix}` dataset"
-                size_name = INPUT_VOCABULARIES[input_name]
-                low, high = tf.reduce_min(ids), tf.reduce_max(ids)
-                checks.append(
-                    tf.debugging.Assert(
-                        tf.logical_or(
-                            tf.size(ids) == 0,
-                            tf.logical_and(low >= 0, high < size),
-                        ),
-                        [
-                            f"`{name} must lie in [0, {size}) "
-                            f"({size_name}={size}); a batch holds values in "
-                            "[min, max] =",
-                            low,
-                            high,
-                        ],
+                if size is not None and ids.dtype.is_integer:
+                    size_name = INPUT_VOCABULARIES[input_name]
+                    checks.append(
+                        assert_id_range(ids, input_name, size, size_name, where)
                     )
-                )
+            label_size = self.label_size()
+            labels = element[1] if len(element) > 1 else None
+            if label_size is not None and _is_tensor_of_ints(labels):
+                checks.append(assert_id_range(labels, "y", *label_size, where))
             with tf.control_dependencies(checks):
                 element = tf.nest.map_structure(tf.identity, element)
             return element if len(element) > 1 else element[0]
 
         return data.map(checked)
+
+
+@contextlib.contextmanager
+def _kept_when_refused(model):
+    """Within this context, a failure leaves the model's variables as they were.
+
+    Keras' JAX trainer detaches every variable's value (model, optimizer,
+    metrics) at the start of an epoch to save memory, and attaches the
+    values back from the state of the last step run. When the first batch
+    of a `fit`, `evaluate` or `predict` fails (a `tf.data` batch refused by
+    the pipeline's id check), no step has run and the variables are left
+    without values: every later `get_weights`, `fit` or `save` fails. The
+    values held on entry are attached back to those variables. JAX arrays
+    are immutable, so holding them copies nothing; after a step has run the
+    trainer attaches its own state, and nothing here is needed. Other
+    backends keep their values in place.
+    """
+    if keras.backend.backend() != "jax":
+        yield
+        return
+    variables = {}
+    for variable in _trainer_variables(model):
+        variables[id(variable)] = (variable, variable.value)
+    try:
+        yield
+    except BaseException:
+        for variable, value in variables.values():
+            if _detached(variable):
+                variable.assign(value)
+        raise
+
+
+def _trainer_variables(model):
+    optimizer = getattr(model, "optimizer", None)
+    return (
+        list(model.trainable_variables)
+        + list(model.non_trainable_variables)
+        + list(optimizer.variables if optimizer is not None else [])
+        + list(model.metrics_variables)
+    )
+
+
+def _detached(variable):
+    # The JAX trainer detaches a value by setting it to None.
+    return getattr(variable, "_value", True) is None
 
 
 def _is_dataset(data):
@@ -246,6 +289,10 @@ def _is_dataset(data):
         cls.__module__.startswith("tensorflow") and cls.__name__ == "DatasetV2"
         for cls in type(data).__mro__
     )
+
+
+def _is_tensor_of_ints(value):
+    return _is_array(value) and value.dtype.is_integer
 
 
 def _is_array(value):

@@ -18,7 +18,8 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq.masks import PADDING_ID
+from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
+from keras_seq.masks import PADDING_ID, check_token_ids
 from keras_seq.validation import (
     check_bool,
     check_choice,
@@ -121,7 +122,7 @@ class LogitsDense(keras.layers.Dense):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RNNLanguageModel(TokenIdsModel):
+class RNNLanguageModel(GenerativeModel, TokenIdsModel):
     """A recurrent language model: embedding, stacked RNN layers, logits.
 
     The recursion of Eq. (7.2), `h(t) = S_h(W_hh h(t-1) + W_hx x(t) + b_h)`
@@ -226,6 +227,59 @@ class RNNLanguageModel(TokenIdsModel):
     def is_causal(self):
         """Whether the logits at t depend only on tokens up to t."""
         return not self.bidirectional
+
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        """Validate prompts; returns `max_new_tokens` or its default.
+
+        A recurrent model has no length limit: the default continuation is
+        `keras_seq.generation.DEFAULT_MAX_NEW_TOKENS` long.
+        """
+        if not self.is_causal:
+            raise ValueError(
+                "`generate` needs a causal model; this RNN language model is "
+                "bidirectional (its logits at t read token t + 1). Build it "
+                "with `bidirectional=False` to generate."
+            )
+        check_token_ids(token_ids, "token_ids", self.vocabulary_size)
+        if token_ids.shape[1] == 0:
+            raise ValueError(
+                "`token_ids` must hold at least one token; received a prompt "
+                "of length 0."
+            )
+        return resolve_max_new_tokens(max_new_tokens)
+
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """The prompt and zero states: `(token_ids, (), states)`.
+
+        See `GenerativeModel.start_decoding`. The cache is the recurrent
+        state h(t) (and an LSTM's memory c(t)) of every layer, read through
+        the prompt before the first new token, as the full pass starts from
+        zeros.
+        """
+        batch_size = ops.shape(token_ids)[0]
+        dtype = self.token_embedding.compute_dtype
+        states = tuple(
+            tuple(
+                ops.zeros((batch_size, size), dtype)
+                for size in keras.tree.flatten(layer.cell.state_size)
+            )
+            for layer in self.recurrent_layers
+        )
+        return token_ids, (), states
+
+    def decoding_step(self, token_ids, index, context, cache):
+        """One step of Eq. (7.2) per layer: (B, 1) ids at `index` -> (B, V)
+        logits of the next id and the layers' new states.
+
+        The layers' cells run one step each (the recurrence the full pass
+        unrolls), with the previous step's states; dropout is off.
+        """
+        x = self.token_embedding(token_ids)[:, 0, :]  # (B, E)
+        updated = []
+        for layer, states in zip(self.recurrent_layers, cache):
+            x, new_states = layer.cell(x, list(states), training=False)  # (B, H)
+            updated.append(tuple(keras.tree.flatten(new_states)))
+        return self.logits_dense(x), tuple(updated)  # (B, V)
 
 
 def _run_encoder(layers, x):

@@ -2,15 +2,20 @@
 
 Each export writes `<export_dir>/<version>/` with `keras.export.ExportArchive`
 (the model, its tokenizers and their vocabulary tables are tracked, so the
-artifact is self-contained). Inside every signature the graph cleans the
-input (invalid UTF-8 becomes U+FFFD), tokenizes it with the keras-hub
-WordPiece tokenizer (TensorFlow Text ops), truncates it to the model's
-`max_length` (a translator's `TranslationPreprocessor` does all three, as
-it does in process), decodes with the same cached loops as `model.generate` and
+artifact is self-contained). Every export takes the model's preprocessor
+(`keras_seq.text`), and inside every string signature the graph turns text
+into ids with it exactly as in process: invalid UTF-8 becomes U+FFFD, the
+text is normalised (`normalize_graph`), tokenized with the keras-hub
+WordPiece tokenizer (TensorFlow Text ops) and cut by the preprocessor's
+rule; the graph decodes with the same cached loops as `model.generate` and
 detokenizes with TensorFlow string ops. No Python runs at serving time, and
-no input crashes it: an empty batch gives an empty batch, an empty (or
+no text crashes it: an empty batch gives an empty batch, an empty (or
 blank: no token at all) sentence gives an empty string, an over-long one
-is truncated.
+is truncated (a `tokenize` signature says which were). The `logits`
+signatures take ids and refuse, in the graph, ids outside the vocabulary
+and sequences longer than the model's `max_length`, with the messages the
+model gives in process (an `InvalidArgumentError`, which a server answers
+with 400).
 
 Loading needs only TensorFlow and TensorFlow Text:
 
@@ -28,12 +33,11 @@ import tensorflow as tf
 from keras_seq.generation import GenerativeModel
 from keras_seq.text import (
     END_ID,
-    PAD_ID,
     RESERVED_TOKENS,
     START_ID,
+    ClassificationPreprocessor,
+    LanguageModelPreprocessor,
     TranslationPreprocessor,
-    detokenize_graph,
-    tokenize_graph,
 )
 
 DEFAULT_VERSION = 1
@@ -61,7 +65,7 @@ def _check_model(model, builder, attributes):
 
     Args:
         model: the model to export.
-        builder: the `zoo` builder whose models the export takes.
+        builder: the `zoo` builders whose models the export takes.
         attributes: the hyperparameters that tell its family apart (the
             translators and the language model all generate).
     """
@@ -70,7 +74,7 @@ def _check_model(model, builder, attributes):
         missing.insert(0, "generate")
     if missing:
         raise TypeError(
-            f"`model` must be a model of `zoo.{builder}`; received a "
+            f"`model` must be a model of {builder}; received a "
             f"{type(model).__name__} without {missing}."
         )
 
@@ -101,28 +105,79 @@ def _check_tokenizer(tokenizer, name, vocabulary_size):
         )
 
 
-def _check_preprocessor(preprocessor, model):
-    """The preprocessor must give the ids and lengths the model was built for."""
-    if not isinstance(preprocessor, TranslationPreprocessor):
+def _check_preprocessor(preprocessor, kind, model, tokenizers):
+    """The preprocessor must give the ids and lengths the model was built for.
+
+    Args:
+        preprocessor: what the export was given.
+        kind: the preprocessor class the model needs.
+        model: the model.
+        tokenizers: `(attribute of the preprocessor, vocabulary size of
+            the model)` pairs.
+    """
+    if not isinstance(preprocessor, kind):
         raise TypeError(
-            "`preprocessor` must be a `keras_seq.text.TranslationPreprocessor`; "
+            f"`preprocessor` must be a `keras_seq.text.{kind.__name__}`; "
             f"received {type(preprocessor).__name__}."
         )
-    _check_tokenizer(
-        preprocessor.source_tokenizer,
-        "preprocessor.source_tokenizer",
-        model.source_vocabulary_size,
-    )
-    _check_tokenizer(
-        preprocessor.target_tokenizer,
-        "preprocessor.target_tokenizer",
-        model.target_vocabulary_size,
-    )
-    if preprocessor.length_limit > model.max_length:
-        raise ValueError(
-            f"`preprocessor` cuts sources to {preprocessor.length_limit} tokens; "
-            f"the model takes at most max_length={model.max_length}."
+    for attribute, size in tokenizers:
+        _check_tokenizer(
+            getattr(preprocessor, attribute), f"preprocessor.{attribute}", size
         )
+    limit = getattr(preprocessor, "length_limit", preprocessor.max_length)
+    max_length = _max_length(model)
+    if max_length is not None and limit > max_length:
+        raise ValueError(
+            f"`preprocessor` cuts sequences to {limit} tokens; the model takes "
+            f"at most max_length={max_length}."
+        )
+
+
+def _max_length(model):
+    """The model's `max_length`, or None for a model without one (an RNN)."""
+    return model.get_config().get("max_length")
+
+
+def _checked_ids(ids, name, size, size_name, max_length):
+    """(B, T) ids, refused in the graph as the model refuses them in process.
+
+    In process the model refuses ids outside `[0, size)` and sequences
+    longer than its `max_length` before they reach an embedding; in a
+    graph nothing is read, so the same checks run as assertions, with the
+    same messages: a negative id would otherwise read another row of the
+    table and a long sequence positions past it.
+
+    Args:
+        ids: (B, T) int32 tensor.
+        name: the input's name in the messages.
+        size: int, the vocabulary size.
+        size_name: the model's attribute holding `size`.
+        max_length: int, or None for a model without one.
+
+    Returns:
+        `ids`, after the checks.
+    """
+    low, high = tf.reduce_min(ids), tf.reduce_max(ids)
+    in_range = tf.logical_or(
+        tf.equal(tf.size(ids), 0), tf.logical_and(low >= 0, high < size)
+    )
+    message = tf.strings.format(
+        f"`{name}` must lie in [0, {size}) ({size_name}={size}); received "
+        "values in [{}, {}].",
+        (low, high),
+    )
+    checks = [tf.debugging.Assert(in_range, [message])]
+    if max_length is not None:
+        length = tf.shape(ids)[1]
+        message = tf.strings.format(
+            f"`{name}` reaches past `max_length`: positions up to "
+            f"max_length={max_length} are supported; received sequence length "
+            "{} starting at position 0, which needs {} positions.",
+            (length, length),
+        )
+        checks.append(tf.debugging.Assert(length <= max_length, [message]))
+    with tf.control_dependencies(checks):
+        return tf.identity(ids)
 
 
 def _version_dir(export_dir, version):
@@ -179,11 +234,13 @@ def export_translator(
     length_penalty=0.6,
     num_return=None,
 ):
-    """Export a `zoo.build_translator` model with string signatures.
+    """Export a `zoo.build_translator` or `zoo.build_rnn_translator` model.
 
     Every signature tokenizes with `preprocessor` (`generate_preprocess`:
     cut to its `length_limit`, padded to a bucket length) and detokenizes
-    with it, as in-process decoding does.
+    with it, as in-process decoding does; the lengths are the
+    preprocessor's, so a model without a `max_length` of its own (the RNN
+    translator) exports too.
 
     Signatures:
         `serving_default`: `sentences` (B,) string -> `translations` (B,)
@@ -195,17 +252,21 @@ def export_translator(
             source ids the other signatures decode from, and `truncated`
             (B,) bool, True where a sentence was cut.
         `logits`: `encoder_token_ids`, `decoder_token_ids` (B, S), (B, T)
-            int32 -> `logits` (B, T, V) float32.
+            int32 -> `logits` (B, T, V) float32; ids out of range and
+            sequences past the model's `max_length` are refused.
 
     Args:
-        model: a model of `zoo.build_translator`.
+        model: a model of `zoo.build_translator` or
+            `zoo.build_rnn_translator`.
         preprocessor: a `keras_seq.text.TranslationPreprocessor` whose
             vocabularies are the model's and whose `length_limit` is at
-            most the model's `max_length`.
+            most the model's `max_length` (where it has one).
         export_dir: the directory that receives `<version>/`.
         version: int >= 1.
-        max_new_tokens, beam_width, length_penalty, num_return: of the
-            decoding (`model.generate`, `model.beam_search`).
+        max_new_tokens: int or None: the decoding's most new tokens,
+            `preprocessor.length_limit - 1` by default, as `translate`.
+        beam_width, length_penalty, num_return: of the decoding
+            (`model.generate`, `model.beam_search`).
 
     Returns:
         The path of the version directory.
@@ -213,13 +274,21 @@ def export_translator(
     require_tensorflow()
     _check_model(
         model,
-        "build_translator",
-        ("source_vocabulary_size", "target_vocabulary_size", "max_length"),
+        "`zoo.build_translator` or `zoo.build_rnn_translator`",
+        ("source_vocabulary_size", "target_vocabulary_size"),
     )
-    _check_preprocessor(preprocessor, model)
+    _check_preprocessor(
+        preprocessor,
+        TranslationPreprocessor,
+        model,
+        (
+            ("source_tokenizer", model.source_vocabulary_size),
+            ("target_tokenizer", model.target_vocabulary_size),
+        ),
+    )
     path = _version_dir(export_dir, version)
     max_new_tokens = model.check_generate_input(
-        np.zeros((1, 1), "int32"), max_new_tokens
+        np.zeros((1, 1), "int32"), max_new_tokens or preprocessor.length_limit - 1
     )
     num_return = num_return or beam_width
 
@@ -271,11 +340,19 @@ def export_translator(
             "truncated": preprocessor.truncated(sentences),
         }
 
+    max_length = _max_length(model)
+
     def logits(encoder_token_ids, decoder_token_ids):
         inputs = {
-            "encoder_token_ids": encoder_token_ids,
-            "decoder_token_ids": decoder_token_ids,
-        }
+            "encoder_token_ids": _checked_ids(
+                encoder_token_ids, "encoder_token_ids",
+                model.source_vocabulary_size, "source_vocabulary_size", max_length,
+            ),
+            "decoder_token_ids": _checked_ids(
+                decoder_token_ids, "decoder_token_ids",
+                model.target_vocabulary_size, "target_vocabulary_size", max_length,
+            ),
+        }  # fmt: skip
         return {"logits": tf.cast(model(inputs, training=False), "float32")}
 
     archive = keras.export.ExportArchive()
@@ -291,46 +368,52 @@ def export_translator(
 
 
 def export_language_model(
-    model, tokenizer, export_dir, version=DEFAULT_VERSION, max_new_tokens=64
+    model, preprocessor, export_dir, version=DEFAULT_VERSION, max_new_tokens=64
 ):
     """Export a `zoo.build_language_model` model with string signatures.
 
+    Prompts become ids by the rule of `LanguageModelPreprocessor` (cut to
+    their last `max_length - max_new_tokens` tokens, a blank prompt as
+    `[START]`, left-padded with `[END]`), as `TrainedModel.generate` makes
+    them.
+
     Signatures:
         `serving_default`: `prompts` (B,) string -> `continuations` (B,)
-            string, greedy; a prompt is cut to its last tokens so that
-            prompt and continuation fit in `max_length`.
-        `logits`: `token_ids` (B, T) int32 -> `logits` (B, T, V) float32.
+            string, greedy, stopping at `[END]`.
+        `tokenize`: `prompts` (B,) -> `token_ids` (B, P) int32, the ids the
+            continuations start from, and `truncated` (B,) bool, True
+            where a prompt was cut.
+        `logits`: `token_ids` (B, T) int32 -> `logits` (B, T, V) float32;
+            ids out of range and sequences past `max_length` are refused.
+
+    Args:
+        model: a model of `zoo.build_language_model`.
+        preprocessor: a `keras_seq.text.LanguageModelPreprocessor` of the
+            model's vocabulary and at most its `max_length`.
+        export_dir: the directory that receives `<version>/`.
+        version: int >= 1.
+        max_new_tokens: int in [1, max_length - 1], the continuation's
+            length.
+
+    Returns:
+        The path of the version directory.
     """
     require_tensorflow()
-    _check_model(model, "build_language_model", ("vocabulary_size", "max_length"))
-    _check_tokenizer(tokenizer, "tokenizer", model.vocabulary_size)
+    _check_model(model, "`zoo.build_language_model`", ("vocabulary_size",))
+    _check_preprocessor(
+        preprocessor,
+        LanguageModelPreprocessor,
+        model,
+        (("tokenizer", model.vocabulary_size),),
+    )
+    preprocessor.prompt_limit(max_new_tokens)  # Refuses it out of range.
     path = _version_dir(export_dir, version)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise ValueError(
-            f"`max_new_tokens` must be an int; received {max_new_tokens!r}."
-        )
-    # The served prompt is cut so that prompt and continuation fit.
-    prompt_length = model.max_length - max_new_tokens
-    if max_new_tokens < 1 or prompt_length < 1:
-        raise ValueError(
-            f"`max_new_tokens` must be in [1, {model.max_length - 1}] "
-            f"(below max_length={model.max_length}); received {max_new_tokens}."
-        )
 
     def continue_prompts(prompts):
         def compute():
-            # Prompts of one length: a blank prompt starts from [END], the
-            # separator the model saw between texts; others are left-padded
-            # with it to the longest prompt.
-            ids = tokenize_graph(tokenizer, prompts)[:, -prompt_length:]
-            reversed_rows = tf.reverse(ids, axis=[1]).to_tensor(END_ID)
-            missing = tf.maximum(1 - tf.shape(reversed_rows)[1], 0)
-            reversed_rows = tf.pad(
-                reversed_rows, [[0, 0], [0, missing]], constant_values=END_ID
-            )
-            prompt = tf.reverse(reversed_rows, axis=[1])
+            prompt = preprocessor.generate_preprocess(prompts, max_new_tokens)
             generated = model.generate(prompt, max_new_tokens, end_token_id=END_ID)
-            return detokenize_graph(tokenizer, generated)
+            return preprocessor.detokenize_graph(generated)
 
         return {
             "continuations": _guard_empty_batch(
@@ -338,32 +421,48 @@ def export_language_model(
             )
         }
 
-    def logits(token_ids):
-        return {"logits": tf.cast(model(token_ids, training=False), "float32")}
+    def tokenize(prompts):
+        return {
+            "token_ids": preprocessor.generate_preprocess(prompts, max_new_tokens),
+            "truncated": preprocessor.truncated(prompts, max_new_tokens),
+        }
 
     archive = keras.export.ExportArchive()
-    _track(archive, model, tokenizer)
+    _track(archive, model, preprocessor.tokenizer)
     archive.add_endpoint("serving_default", continue_prompts, _string_spec("prompts"))
-    archive.add_endpoint("logits", logits, _ids_spec("token_ids"))
+    archive.add_endpoint("tokenize", tokenize, _string_spec("prompts"))
+    archive.add_endpoint("logits", _logits(model), _ids_spec("token_ids"))
     archive.write_out(path, verbose=False)
     return path
 
 
 def export_classifier(
-    model,
-    tokenizer,
-    export_dir,
-    version=DEFAULT_VERSION,
-    max_length=None,
-    class_names=None,
+    model, preprocessor, export_dir, version=DEFAULT_VERSION, class_names=None
 ):
     """Export a `zoo.build_classifier` model with string signatures.
+
+    Texts become ids by `preprocessor.preprocess` (cut and padded to its
+    `max_length`), as in-process classification makes them.
 
     Signatures:
         `serving_default`: `texts` (B,) string -> `label` (B,) string (the
             class name, or its id as text), `label_id` (B,) int64 and
             `probabilities` (B, C) float32.
-        `logits`: `token_ids` (B, T) int32 -> `logits` (B, C) float32.
+        `tokenize`: `texts` (B,) -> `token_ids` (B, L) int32 and
+            `truncated` (B,) bool, True where a text was cut.
+        `logits`: `token_ids` (B, T) int32 -> `logits` (B, C) float32; ids
+            out of range and sequences past `max_length` are refused.
+
+    Args:
+        model: a model of `zoo.build_classifier`.
+        preprocessor: a `keras_seq.text.ClassificationPreprocessor` of the
+            model's vocabulary and at most its `max_length`.
+        export_dir: the directory that receives `<version>/`.
+        version: int >= 1.
+        class_names: the C class names, or None for their ids.
+
+    Returns:
+        The path of the version directory.
     """
     require_tensorflow()
     config = model.get_config()
@@ -372,9 +471,13 @@ def export_classifier(
             "`model` must be a model of `zoo.build_classifier`; received a "
             f"{type(model).__name__} without `num_classes`."
         )
-    _check_tokenizer(tokenizer, "tokenizer", config["vocabulary_size"])
+    _check_preprocessor(
+        preprocessor,
+        ClassificationPreprocessor,
+        model,
+        (("tokenizer", config["vocabulary_size"]),),
+    )
     path = _version_dir(export_dir, version)
-    max_length = min(max_length or config["max_length"], config["max_length"])
     num_classes = config["num_classes"]
     class_names = list(class_names or [str(i) for i in range(num_classes)])
     if len(class_names) != num_classes:
@@ -385,9 +488,7 @@ def export_classifier(
 
     def classify(texts):
         def compute():
-            ids = tokenize_graph(tokenizer, texts)[:, :max_length]
-            ids = ids.to_tensor(PAD_ID)  # (B, S); S is 0 for blank batches
-            ids = tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
+            ids = preprocessor.preprocess(texts)  # (B, L)
             return tf.nn.softmax(tf.cast(model(ids, training=False), "float32"))
 
         probabilities = _guard_empty_batch(
@@ -400,12 +501,30 @@ def export_classifier(
             "probabilities": probabilities,
         }
 
-    def logits(token_ids):
-        return {"logits": tf.cast(model(token_ids, training=False), "float32")}
+    def tokenize(texts):
+        return {
+            "token_ids": preprocessor.preprocess(texts),
+            "truncated": preprocessor.truncated(texts),
+        }
 
     archive = keras.export.ExportArchive()
-    _track(archive, model, tokenizer)
+    _track(archive, model, preprocessor.tokenizer)
     archive.add_endpoint("serving_default", classify, _string_spec("texts"))
-    archive.add_endpoint("logits", logits, _ids_spec("token_ids"))
+    archive.add_endpoint("tokenize", tokenize, _string_spec("texts"))
+    archive.add_endpoint("logits", _logits(model), _ids_spec("token_ids"))
     archive.write_out(path, verbose=False)
     return path
+
+
+def _logits(model):
+    """The `logits` signature of a one-input model, its ids checked."""
+    size = model.get_config()["vocabulary_size"]
+    max_length = _max_length(model)
+
+    def logits(token_ids):
+        token_ids = _checked_ids(
+            token_ids, "token_ids", size, "vocabulary_size", max_length
+        )
+        return {"logits": tf.cast(model(token_ids, training=False), "float32")}
+
+    return logits

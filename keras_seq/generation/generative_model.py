@@ -43,8 +43,16 @@ from keras_seq.generation.sampling import (
     run_sampler,
     zero_after_end,
 )
+from keras_seq.masks import PADDING_ID
 from keras_seq.text import END_ID, START_ID
-from keras_seq.validation import check_positive_int, check_seed, check_token_id
+from keras_seq.validation import (
+    check_finite,
+    check_int_in,
+    check_positive_int,
+    check_seed,
+    check_token_id,
+    check_top_p,
+)
 
 # The default output length of a model without a length limit of its own.
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -241,10 +249,25 @@ class GenerativeModel:
 
         Returns:
             (B, max_new_tokens) int32 ids; a row that produced the end
-            token holds it followed by zeros.
+            token holds it followed by zeros. A row without a token (all
+            padding, or a source or prompt of length 0) answers the end
+            token followed by zeros (only zeros without an end token), as
+            an empty sentence translates to an empty one.
+
+        Raises:
+            TypeError, ValueError: for ids or an option out of range,
+                naming the argument (the messages of the command line's
+                options: `beam_width` and `top_k` at most the output
+                vocabulary, `temperature` finite and above 0,
+                `length_penalty` finite, `top_p` in (0, 1]).
         """
+        token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         self._check_special_ids(start_token_id, end_token_id)
+        self._check_options(beam_width, length_penalty, temperature, top_k, top_p)
+        if no_positions:  # Nothing to decode from: the answer needs no model.
+            ids = ops.zeros((ops.shape(token_ids)[0], max_new_tokens), "int32")
+            return _answer_rows_without_tokens(token_ids, end_token_id, ids)
         if strategy == "beam":
             ids, _ = self.beam_search(
                 token_ids,
@@ -281,7 +304,8 @@ class GenerativeModel:
         # The seed is an input of the compiled loop, not a constant of it:
         # a new seed reuses the loop.
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
-        return run_compiled(self, key, make_fn, token_ids, seed)
+        ids = run_compiled(self, key, make_fn, token_ids, seed)
+        return _answer_rows_without_tokens(token_ids, end_token_id, ids)
 
     def beam_search(
         self,
@@ -315,12 +339,23 @@ class GenerativeModel:
         Returns:
             `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids,
             best first, each ending with its end token and zeros, and their
-            (B, num_return) length-normalised log-probabilities.
+            (B, num_return) length-normalised log-probabilities. A row
+            without a token answers as in `generate`, every hypothesis
+            alike, with score 0.
+
+        Raises:
+            TypeError, ValueError: as `generate`, naming the argument.
         """
+        token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
         self._check_special_ids(start_token_id, end_token_id)
-        check_positive_int(beam_width, "beam_width")
+        self._check_options(beam_width, length_penalty)
         check_num_return(num_return, beam_width)
+        if no_positions:  # Nothing to decode from: the answer needs no model.
+            batch_size = ops.shape(token_ids)[0]
+            ids = ops.zeros((batch_size, num_return, max_new_tokens), "int32")
+            scores = ops.zeros((batch_size, num_return), "float32")
+            return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
         key += (start_token_id, end_token_id)
 
@@ -339,7 +374,29 @@ class GenerativeModel:
             return search
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
-        return run_compiled(self, key, make_fn, token_ids)
+        ids, scores = run_compiled(self, key, make_fn, token_ids)
+        return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
+
+    def _check_options(
+        self, beam_width, length_penalty, temperature=1.0, top_k=None, top_p=None
+    ):
+        """Refuses decoding options out of range, before anything is traced.
+
+        Without a check a NaN temperature samples ids past the vocabulary
+        (or only padding), a NaN length penalty scores every hypothesis
+        NaN, and more beams than tokens fail inside the compiled search.
+        `beam_width` and `top_k` are bounded by the output vocabulary of
+        models that state it with `label_size()` (the zoo's).
+        """
+        size, bound = None, ""
+        if hasattr(self, "label_size") and self.label_size():
+            size, size_name = self.label_size()
+            bound = "the " + size_name.replace("_", " ")
+        check_int_in(beam_width, "beam_width", 1, size, bound, allow_none=False)
+        check_finite(length_penalty, "length_penalty")
+        check_finite(temperature, "temperature", above_zero=True)
+        check_int_in(top_k, "top_k", 1, size, bound)
+        check_top_p(top_p)
 
     def _check_special_ids(self, start_token_id, end_token_id):
         """Refuses start and end ids the model cannot output.
@@ -448,3 +505,50 @@ class GenerativeModel:
             length_penalty=length_penalty,
             num_return=num_return,
         )
+
+
+def _at_least_one_position(token_ids):
+    """`(token_ids, False)`, or one padding position per row and True when
+    `token_ids` has no position.
+
+    A (B, 0) source or prompt has nothing to decode from (an RNN over no
+    step fails inside the compiled loop); its answer is that of a row of
+    padding, and one padding position lets the model's own checks of the
+    ids and of `max_new_tokens` run as for any input.
+    """
+    if not hasattr(token_ids, "shape") or len(token_ids.shape) != 2:
+        return token_ids, False  # `check_generate_input` names what is wrong.
+    if token_ids.shape[1] != 0:
+        return token_ids, False
+    dtype = keras.backend.standardize_dtype(token_ids.dtype)
+    return ops.zeros((ops.shape(token_ids)[0], 1), dtype=dtype), True
+
+
+def _answer_rows_without_tokens(token_ids, end_token_id, ids, scores=None):
+    """`ids` (and `scores`) with every row of `token_ids` that holds no
+    token answered by the end token and zeros, scored 0.
+
+    Decoding from nothing runs the model on padding only: cross attention
+    without a key, whose output is no translation of anything (ids
+    follow with padding in between). The answer is defined instead: an
+    empty output, as an empty sentence gets.
+
+    Args:
+        token_ids: (B, S) int32 ids, S >= 1.
+        end_token_id: int, or None or a negative id for no end token
+            (the answer is then zeros).
+        ids: (B, M) or (B, R, M) int32 ids.
+        scores: None or (B, R) floats.
+
+    Returns:
+        `ids`, or `(ids, scores)` when `scores` is given.
+    """
+    empty = ops.logical_not(ops.any(ops.not_equal(token_ids, PADDING_ID), axis=1))
+    length = ops.shape(ids)[-1]
+    end = 0 if end_token_id is None or end_token_id < 0 else end_token_id
+    answer = ops.where(ops.arange(length) == 0, end, 0)  # (M,)
+    rows = ops.reshape(empty, (-1,) + (1,) * (len(ids.shape) - 1))  # (B, 1[, 1])
+    ids = ops.where(rows, ops.cast(answer, ids.dtype), ids)
+    if scores is None:
+        return ids
+    return ids, ops.where(empty[:, None], ops.zeros_like(scores), scores)

@@ -101,13 +101,19 @@ def project_heads(dense, x):
     return ops.reshape(y, (batch, length, n, h))  # (B, T, N, H)
 
 
-def fused_attention_available(compute_dtype):
-    """Whether the backend's fused attention runs in `compute_dtype`.
+def fused_attention_available(compute_dtype, key_dim=None, value_dim=None):
+    """Whether the backend's fused attention runs in `compute_dtype` for
+    heads of widths `key_dim` (queries, keys) and `value_dim` (values).
 
     XLA on the CPU has no float16 dot with float32 accumulation, which
-    JAX's fused attention asks for; on a GPU it has.
+    JAX's fused attention asks for; on a GPU it has. JAX's kernel takes
+    values only as wide as the keys.
     """
-    if compute_dtype == "float16" and keras.backend.backend() == "jax":
+    if keras.backend.backend() != "jax":
+        return True
+    if key_dim != value_dim:
+        return False
+    if compute_dtype == "float16":
         return _jax_on_gpu()
     return True
 
@@ -118,15 +124,17 @@ def fused_attention(query, key, value, mask, scale):
     Args:
         query: (B, T, N, H) tensor.
         key: (B, S, N, H) tensor.
-        value: (B, S, N, V) tensor.
-        mask: (B, T, S) boolean, True where a query may attend, or None.
+        value: (B, S, N, V) tensor (V == H on JAX,
+            `fused_attention_available`).
+        mask: (B, T, S) or (B, N, T, S) boolean, True where a query may
+            attend, a batch or head axis possibly of size 1; or None.
         scale: float, the score scale `1 / sqrt(H)`.
 
     Returns:
         (B, T, N, V) per-head context. A row without keys is not zero
         here; the caller zeroes it.
     """
-    if mask is not None:
+    if mask is not None and len(mask.shape) == 3:
         mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
     return ops.dot_product_attention(query, key, value, mask=mask, scale=scale)
 

@@ -48,6 +48,16 @@ def _static_dim(x, axis):
     return masks_lib.static_dim(x.shape[axis])
 
 
+def _check_same_length(key_shape, value_shape):
+    key_length = masks_lib.static_dim(key_shape[1])
+    value_length = masks_lib.static_dim(value_shape[1])
+    if None not in (key_length, value_length) and key_length != value_length:
+        raise ValueError(
+            "`key` and `value` must have the same length; received "
+            f"key shape {tuple(key_shape)} and value shape {tuple(value_shape)}."
+        )
+
+
 @keras.saving.register_keras_serializable(package="keras_seq")
 class MultiHeadAttention(keras.layers.Layer):
     """Multi-head scaled dot-product attention, Eq. (7.25)-(7.27).
@@ -66,9 +76,18 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Masks are boolean with `True` meaning "may attend". Padding masks arrive
     implicitly from `mask_zero` embeddings (`query_mask`, `value_mask`) or
-    explicitly; `attention_mask` (B, T, S) and the causal mask are merged
-    with them by logical AND. A query row that may attend to no key returns
-    a zero vector (and zero gradients), never NaN.
+    explicitly; `attention_mask` and the causal mask are merged with them
+    by logical AND. A query row that may attend to no key returns a zero
+    vector (and zero gradients), never NaN; with a per-head mask, so does
+    each head without a key.
+
+    Habits from `keras.layers.MultiHeadAttention` carry over (the call
+    signature, `attention_mask` of shape (T, S), (B, T, S) or per head
+    (B, N, T, S), `compute_output_shape`) but one: the causal mask of a
+    query shorter than its keys (T < S) is aligned to the *last* key, so
+    query `i` sees keys `j <= S - T + i`, where Keras aligns it to the
+    first (`j <= i`). A query appended to a cache of earlier keys needs
+    the last; with T == S the two agree.
 
     The attention runs on one of two paths with the same numbers: the
     backend's fused kernel (`keras.ops.dot_product_attention`), or Eq.
@@ -84,7 +103,8 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: float, dropout rate on the attention weights.
         use_bias: bool, whether the four projections have biases. `False`
             reproduces the book's parameter counts (Eq. 7.32).
-        output_dim: int, width of the output. Defaults to the query width.
+        output_dim: int > 0 or None, width of the output. None: the query
+            width.
         attention_implementation: `"auto"` (fused where possible),
             `"fused"` (the same) or `"explicit"` (always Eq. 7.25 written
             out).
@@ -100,10 +120,14 @@ class MultiHeadAttention(keras.layers.Layer):
         query_mask: (B, T) boolean padding mask of the queries.
         value_mask: (B, S) boolean padding mask of the keys and values.
         key_mask: (B, S) boolean; overrides `value_mask` for the keys.
-        attention_mask: (B, T, S) boolean mask.
+        attention_mask: boolean mask of shape (T, S), (B, T, S) or
+            (B, N, T, S) (one per head), a batch or head axis of size 1
+            broadcast, as Keras takes.
         use_causal_mask: bool; queries attend only to keys at or before
-            their own position, bottom-right aligned (or from
-            `cache_update_index` when a cache is updated).
+            their own position, bottom-right aligned: query `i` of T sees
+            keys `j <= S - T + i` (or `j <= cache_update_index + i` when a
+            cache is updated). Keras' layer aligns it top-left (`j <= i`);
+            the two agree when T == S.
         cache: (B, 2, N, S, H) stacked keys and values, heads first (see
             `cache_shape`). With `cache_update_index` the new keys and
             values are written at that index (self attention while
@@ -146,6 +170,7 @@ class MultiHeadAttention(keras.layers.Layer):
         check_positive_int(num_heads, "num_heads")
         check_positive_int(key_dim, "key_dim")
         check_positive_int(value_dim, "value_dim", allow_none=True)
+        check_positive_int(output_dim, "output_dim", allow_none=True)
         check_rate(dropout, "dropout")
         check_choice(
             attention_implementation, "attention_implementation", IMPLEMENTATIONS
@@ -243,12 +268,18 @@ class MultiHeadAttention(keras.layers.Layer):
             attention_mask,
             use_causal_mask,
             causal_offset=cache_update_index if updating else None,
-        )  # (B, T, S) or None
+        )  # (B, 1, T, S) or (B, N, T, S) (B may be 1), or None
 
         # Eq. (7.25), the weights alpha^h and each head's context u^h.
         context, weights = self._attend(
             queries, keys, values, cache, mask, return_attention_scores, training
         )  # (B, T, N, V) and (B, N, T, S) or None
+        if mask is not None and _static_dim(mask, 1) != 1:
+            # A head with no key to attend to contributes nothing; the
+            # fused kernel's softmax over an all-masked row is uniform.
+            head_has_key = ops.any(mask, axis=-1)  # (B, N, T)
+            head_has_key = ops.transpose(head_has_key, (0, 2, 1))[..., None]
+            context = ops.where(head_has_key, context, ops.zeros_like(context))
 
         # Eq. (7.26): u(t) = sum_h W_c^h u^h(t).
         output = self._output_dense(context)  # (B, T, D)
@@ -256,7 +287,7 @@ class MultiHeadAttention(keras.layers.Layer):
             # A query with no key to attend to gets a zero vector: the softmax
             # over an all-masked row is uniform, not zero, and the output
             # bias would leak through as well.
-            has_key = ops.any(mask, axis=-1)[:, :, None]  # (B, T, 1)
+            has_key = ops.any(mask, axis=(1, 3))[:, :, None]  # (B, T, 1)
             output = ops.where(has_key, output, ops.zeros_like(output))
 
         outputs = (output,)
@@ -293,8 +324,7 @@ class MultiHeadAttention(keras.layers.Layer):
         """(B, N, T, S) raw scores -> masked softmax weights (B, N, T, S)."""
         scale = ops.cast(1.0 / math.sqrt(self.key_dim), scores.dtype)
         scores = ops.multiply(scores, scale)
-        if mask is not None:
-            mask = mask[:, None, :, :]  # (B, 1, T, S), broadcast over heads
+        # The (B, N or 1, T, S) mask broadcasts over heads.
         return masks_lib.masked_softmax(scores, mask, self.compute_dtype)
 
     def _use_fused(self, return_attention_scores, training):
@@ -304,7 +334,9 @@ class MultiHeadAttention(keras.layers.Layer):
             return False
         if training and self.dropout > 0:
             return False
-        return kernels.fused_attention_available(self.compute_dtype)
+        return kernels.fused_attention_available(
+            self.compute_dtype, self.key_dim, self.value_dim
+        )
 
     # Masks, Eq. (7.27).
 
@@ -324,16 +356,17 @@ class MultiHeadAttention(keras.layers.Layer):
         key_length = _static_dim(keys, key_axis)
         masks_lib.check_mask_shape(query_mask, "query_mask", (batch, query_length))
         masks_lib.check_mask_shape(key_mask, "value_mask", (batch, key_length))
-        masks_lib.check_mask_shape(
-            attention_mask, "attention_mask", (batch, query_length, key_length)
-        )
+        attention_mask = masks_lib.attention_mask_per_head(
+            attention_mask, batch, self.num_heads, query_length, key_length
+        )  # (B, N, T, S), B and N possibly 1
         causal = None
         if use_causal_mask:
             causal = masks_lib.causal_mask(
                 ops.shape(query)[1], ops.shape(keys)[key_axis], offset=causal_offset
-            )[None]  # (1, T, S)
+            )[None, None]  # (1, 1, T, S)
+        padding = masks_lib.attention_mask_from_padding(query_mask, key_mask)
         return masks_lib.merge_masks(
-            masks_lib.attention_mask_from_padding(query_mask, key_mask),
+            None if padding is None else padding[:, None],  # (B, 1, T, S)
             attention_mask,
             causal,
         )
@@ -350,14 +383,57 @@ class MultiHeadAttention(keras.layers.Layer):
         _check_rank(value, 3, "value", "(batch_size, value_length, dim)")
         _check_rank(key, 3, "key", "(batch_size, key_length, dim)")
         if value is not None:
-            key_len, value_len = _static_dim(key, 1), _static_dim(value, 1)
-            if None not in (key_len, value_len) and key_len != value_len:
-                raise ValueError(
-                    "`key` and `value` must have the same length; received "
-                    f"key shape {tuple(key.shape)} and value shape "
-                    f"{tuple(value.shape)}."
-                )
+            _check_same_length(key.shape, value.shape)
         return key
+
+    # Shapes, as Keras' layer gives them.
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        """The output's shape: (B, T, output_dim), output_dim defaulting to D.
+
+        Args:
+            query_shape: (B, T, D).
+            value_shape: (B, S, D_v), or None (the query's).
+            key_shape: (B, S, D_k), or None (the value's).
+
+        Raises:
+            ValueError: for a rank other than 3, or keys and values of
+                different lengths.
+        """
+        for shape, name in ((query_shape, "query"), (value_shape, "value")):
+            _check_rank_of_shape(shape, name)
+        _check_rank_of_shape(key_shape, "key")
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        _check_same_length(key_shape, value_shape)
+        return tuple(query_shape[:-1]) + (self.output_dim or query_shape[-1],)
+
+    def compute_output_spec(
+        self,
+        query,
+        value=None,
+        key=None,
+        cache=None,
+        cache_update_index=None,
+        return_attention_scores=False,
+        **kwargs,
+    ):
+        # From the shapes, as Keras' layer does: tracing `call` outside
+        # `__call__` would run it without mixed precision's casts.
+        key = self._check_inputs(query, value, key, cache, cache_update_index)
+        output_shape = self.compute_output_shape(
+            query.shape,
+            None if value is None else value.shape,
+            None if key is None else key.shape,
+        )
+        outputs = (keras.KerasTensor(output_shape, dtype=self.compute_dtype),)
+        if return_attention_scores:
+            key_length = key.shape[1] if cache is None else cache.shape[3]
+            scores_shape = (query.shape[0], self.num_heads, query.shape[1], key_length)
+            outputs += (keras.KerasTensor(scores_shape, dtype=self.compute_dtype),)
+        if cache is not None:
+            outputs += (keras.KerasTensor(cache.shape, dtype=cache.dtype),)
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def _keys_and_values(self, value, key, cache, cache_update_index):
         """Projected keys and values, or the (possibly updated) cache."""

@@ -266,6 +266,52 @@ class TransformerDecoderBlock(TransformerBlock):
         scores = attended[1] if return_scores else None
         return attended[0], scores
 
+    def compute_output_spec(
+        self,
+        decoder_sequence,
+        encoder_sequence=None,
+        self_attention_cache=None,
+        cross_attention_cache=None,
+        return_attention_scores=False,
+        **kwargs,
+    ):
+        # From the shapes: tracing `call` outside `__call__` would run it
+        # without mixed precision's casts.
+        self._check_sequence(decoder_sequence, "decoder_sequence")
+        self._check_sequence(encoder_sequence, "encoder_sequence")
+        if self.built:
+            crossing = self._cross_attention is not None
+        else:
+            crossing = encoder_sequence is not None
+        dtype = self.compute_dtype
+        outputs = (keras.KerasTensor(decoder_sequence.shape, dtype=dtype),)
+        batch, length, model_dim = decoder_sequence.shape
+        if crossing:
+            source_length = (
+                encoder_sequence.shape[1]
+                if cross_attention_cache is None
+                else cross_attention_cache.shape[3]
+            )
+        if self_attention_cache is not None or cross_attention_cache is not None:
+            self_spec = _spec_like(self_attention_cache)
+            cross_spec = _spec_like(cross_attention_cache)
+            if crossing and cross_spec is None:
+                key_dim = self._head_dims(model_dim)[0]
+                cross_shape = (batch, 2, self.num_heads, source_length, key_dim)
+                cross_spec = keras.KerasTensor(cross_shape, dtype=dtype)
+            outputs += (self_spec, cross_spec)
+        if return_attention_scores:
+            scores = None
+            if crossing:
+                scores_shape = (batch, self.num_heads, length, source_length)
+                scores = keras.KerasTensor(scores_shape, dtype=dtype)
+            outputs += (scores,)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _spec_like(x):
+    return None if x is None else keras.KerasTensor(x.shape, dtype=x.dtype)
+
 
 def _first_given(*masks):
     """The first of `masks` that is not None, or None."""

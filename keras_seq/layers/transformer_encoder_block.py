@@ -33,7 +33,9 @@ class TransformerEncoderBlock(TransformerBlock):
         padding_mask: (B, T) boolean, `True` at real tokens. Defaults to the
             implicit Keras mask of `inputs` (e.g. from a `mask_zero`
             embedding); an explicit one overrides it.
-        attention_mask: (B, T, T) boolean, merged with the padding mask.
+        attention_mask: (B, T, T) boolean, merged with the padding mask;
+            also (T, T) or per head (B, N, T, T), as
+            `MultiHeadAttention` takes.
         return_attention_scores: bool, also return (B, N, T, T) weights.
         training: bool, whether dropout is active.
 
@@ -79,9 +81,8 @@ class TransformerEncoderBlock(TransformerBlock):
             padding_mask = mask
         batch, length = inputs.shape[0], inputs.shape[1]
         masks_lib.check_mask_shape(padding_mask, "padding_mask", (batch, length))
-        masks_lib.check_mask_shape(
-            attention_mask, "attention_mask", (batch, length, length)
-        )
+        # `attention_mask` is checked by the attention layer, which takes
+        # every shape Keras' layer takes.
         x = inputs
 
         # Self attention.
@@ -119,3 +120,14 @@ class TransformerEncoderBlock(TransformerBlock):
         if return_attention_scores:
             return x, scores
         return x
+
+    def compute_output_spec(self, inputs, return_attention_scores=False, **kwargs):
+        # From the shapes: tracing `call` outside `__call__` would run it
+        # without mixed precision's casts.
+        self._check_sequence(inputs, "inputs")
+        output = keras.KerasTensor(inputs.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return output
+        batch, length = inputs.shape[0], inputs.shape[1]
+        scores_shape = (batch, self.num_heads, length, length)
+        return output, keras.KerasTensor(scores_shape, dtype=self.compute_dtype)

@@ -3,8 +3,10 @@
 Vocabularies are WordPiece, trained with the `tensorflow_text` learner and
 starting with `RESERVED_TOKENS` (`[PAD]` is id 0). Tokenizers are keras-hub
 `WordPieceTokenizer`s; the pipelines turn texts into batches of int32 ids for
-`model.fit`, with 0 as padding. A translator's text goes in and out through
-one `TranslationPreprocessor` on every path (training, decoding, export).
+`model.fit`, with 0 as padding. Each text model's text goes in and out
+through one preprocessor on every path (training, in-process use, export):
+`TranslationPreprocessor`, `ClassificationPreprocessor`,
+`LanguageModelPreprocessor` and `MaskedLanguageModelPreprocessor`.
 """
 
 import importlib
@@ -25,17 +27,22 @@ from keras_seq.text.vocabulary import (
 # generation on JAX does not: they load on first use (PEP 562), so that
 # the special-token ids above come without them.
 _LAZY = {
+    "ClassificationPreprocessor": "classification_preprocessor",
+    "LanguageModelPreprocessor": "language_model_preprocessor",
+    "MaskedLanguageModelPreprocessor": "language_model_preprocessor",
+    "Preprocessor": "preprocessor",
     "TranslationPreprocessor": "translation_preprocessor",
     "TruncationWarning": "dataset_ops",
     "default_bucket_boundaries": "translation_preprocessor",
-    "make_classification_dataset": "pipelines",
-    "make_language_model_dataset": "pipelines",
-    "make_masked_language_model_dataset": "pipelines",
+    "make_classification_dataset": "classification_preprocessor",
+    "make_language_model_dataset": "language_model_preprocessor",
+    "make_masked_language_model_dataset": "language_model_preprocessor",
     "make_translation_dataset": "translation_preprocessor",
     "clean_up_spacing": "tokenizers",
     "detokenize": "tokenizers",
     "detokenize_graph": "tokenizers",
     "make_tokenizer": "tokenizers",
+    "normalize_graph": "tokenizers",
     "tokenize_graph": "tokenizers",
 }
 
@@ -54,6 +61,10 @@ __all__ = [
     "RESERVED_TOKENS",
     "START_ID",
     "UNK_ID",
+    "ClassificationPreprocessor",
+    "LanguageModelPreprocessor",
+    "MaskedLanguageModelPreprocessor",
+    "Preprocessor",
     "TranslationPreprocessor",
     "TruncationWarning",
     "clean_up_spacing",
@@ -66,6 +77,7 @@ __all__ = [
     "make_masked_language_model_dataset",
     "make_tokenizer",
     "make_translation_dataset",
+    "normalize_graph",
     "save_vocabulary",
     "tokenize_graph",
     "train_wordpiece_vocabulary",

@@ -98,13 +98,42 @@ def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
     )
 
 
+def normalize_graph(sentences):
+    """The text-normalisation rule every path applies before tokenizing.
+
+    Every character of Unicode category Zs, Zl or Zp, and each of TAB, LF,
+    VT, FF and CR, becomes an ASCII space; then every remaining character of
+    category Cc or Cf (NUL and the other controls, zero-width characters,
+    the soft hyphen, the byte-order mark) is removed. Without it a no-break
+    space glues two words into one unknown word, and a NUL ends the text
+    for the WordPiece ops. Lowercasing and accents stay the tokenizer's.
+
+    A tokenizer without TensorFlow must reproduce exactly this rule; in
+    Python it reads each character's `unicodedata.category`.
+
+    Args:
+        sentences: a `tf.string` tensor of valid UTF-8, any shape.
+
+    Returns:
+        The normalised `tf.string` tensor, of the same shape.
+
+    Example:
+
+    >>> normalize_graph(tf.constant(["ich\u00a0bin\x00 da"])).numpy()
+    array([b'ich bin da'], dtype=object)
+    """
+    sentences = tf.strings.regex_replace(sentences, r"[\p{Z}\t\n\x0b\f\r]", " ")
+    return tf.strings.regex_replace(sentences, r"[\p{Cc}\p{Cf}]", "")
+
+
 def tokenize_graph(tokenizer, sentences):
     """Tokenizes a batch of `tf.string` sentences with TensorFlow ops only.
 
     Invalid UTF-8 becomes U+FFFD first, so that the tokenizer never fails on
-    what a served model receives; Python `str`s are always valid, so the ids
-    equal the tokenizer's own. Meant for graphs (`tf.data`, `tf.function`,
-    exports); it also runs eagerly, on keras-hub's slower Python path.
+    what a served model receives; Python `str`s are always valid. The text
+    is then normalised (`normalize_graph`). Meant for graphs (`tf.data`,
+    `tf.function`, exports); it also runs eagerly, on keras-hub's slower
+    Python path.
 
     Args:
         tokenizer: the tokenizer of `make_tokenizer`.
@@ -122,7 +151,7 @@ def tokenize_graph(tokenizer, sentences):
     sentences = tf.strings.unicode_transcode(
         sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
-    ids = tokenizer(sentences)
+    ids = tokenizer(normalize_graph(sentences))
     if not isinstance(ids, tf.RaggedTensor):
         # Called eagerly, keras-hub hands back Python lists; in a graph
         # (`tf.data`, `tf.function`, an export) always a ragged tensor.

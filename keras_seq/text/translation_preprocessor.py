@@ -29,22 +29,23 @@ compiled model meets at decoding the few shapes it met in training.
 default buckets.
 """
 
-import json
-import os
-import warnings
-
 import keras_hub
 import numpy as np
 import tensorflow as tf
 
 from keras_seq.text.dataset_ops import (
-    TruncationWarning,
     map_without_autograph,
     ordered_slices,
     tokenize_all,
     warn_truncated,
 )
 from keras_seq.text.pipelines import _bucket, _check_size, _drop_tokens
+from keras_seq.text.preprocessor import (  # SETTINGS_FILE: read by run dirs.
+    SETTINGS_FILE,  # noqa: F401
+    Preprocessor,
+    check_tokenizer,
+    warn_cut,
+)
 from keras_seq.text.tokenizers import (
     detokenize,
     detokenize_graph,
@@ -57,14 +58,11 @@ from keras_seq.text.vocabulary import (
     START_ID,
     UNK_ID,
     _check_texts,
-    load_vocabulary,
-    save_vocabulary,
 )
 from keras_seq.validation import check_rate
 
 SOURCE_VOCABULARY_FILE = "source_vocabulary.txt"
 TARGET_VOCABULARY_FILE = "target_vocabulary.txt"
-SETTINGS_FILE = "preprocessor.json"
 
 # Bucket lengths start here and grow by this factor, rounded up to a multiple
 # of 8 (see `default_bucket_boundaries`).
@@ -103,7 +101,7 @@ def default_bucket_boundaries(max_length):
     return boundaries + [max_length]
 
 
-class TranslationPreprocessor:
+class TranslationPreprocessor(Preprocessor):
     """Tokenizers, `max_length`, length buckets and detokenization of a translator.
 
     Args:
@@ -128,6 +126,11 @@ class TranslationPreprocessor:
     ['hi!']
     """
 
+    vocabulary_files = {
+        "source_vocabulary": SOURCE_VOCABULARY_FILE,
+        "target_vocabulary": TARGET_VOCABULARY_FILE,
+    }
+
     def __init__(
         self,
         source_tokenizer,
@@ -136,16 +139,8 @@ class TranslationPreprocessor:
         bucket_boundaries=None,
     ):
         target_tokenizer = target_tokenizer or source_tokenizer
-        for name, tokenizer in (
-            ("source_tokenizer", source_tokenizer),
-            ("target_tokenizer", target_tokenizer),
-        ):
-            if not hasattr(tokenizer, "get_vocabulary"):
-                raise TypeError(
-                    f"`{name}` must be a tokenizer of "
-                    "`keras_seq.text.make_tokenizer`; received "
-                    f"{type(tokenizer).__name__}."
-                )
+        check_tokenizer(source_tokenizer, "source_tokenizer")
+        check_tokenizer(target_tokenizer, "target_tokenizer")
         normalization = [
             (t.lowercase, t.strip_accents) for t in (source_tokenizer, target_tokenizer)
         ]
@@ -250,19 +245,12 @@ class TranslationPreprocessor:
             yield positions, np.concatenate([batch, filler]), lengths[positions] == 0
 
     def _report(self, lengths):
-        cut = int(np.sum(lengths > self.length_limit))
-        if not cut:
-            return
         if self.max_length is None:
             limit = f"longest length bucket ({self.length_limit} tokens)"
         else:
             limit = f"model's max_length ({self.max_length} tokens)"
-        warnings.warn(
-            f"{cut} of {len(lengths)} sentences are longer than the {limit}; "
-            "each was cut to it.",
-            TruncationWarning,
-            stacklevel=3,
-        )
+        cut = int(np.sum(lengths > self.length_limit))
+        warn_cut(cut, len(lengths), "sentences", limit)
 
     def detokenize(self, ids):
         """Target ids (B, T) -> a list of B `str`s (see `detokenize`)."""
@@ -378,19 +366,25 @@ class TranslationPreprocessor:
             dataset = _drop_tokens(dataset, token_dropout, seed)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
-    # Configuration and files.
+    # Configuration and files (`Preprocessor.save`, `load`, `get_config`).
 
-    def get_config(self):
-        """The vocabularies and settings; `from_config` rebuilds the object."""
-        source = list(self.source_tokenizer.get_vocabulary())
-        target = list(self.target_tokenizer.get_vocabulary())
+    def vocabularies(self):
         return {
-            "source_vocabulary": source,
-            "target_vocabulary": None if target == source else target,
-            **self._settings(),
+            "source_vocabulary": list(self.source_tokenizer.get_vocabulary()),
+            "target_vocabulary": list(self.target_tokenizer.get_vocabulary()),
         }
 
-    def _settings(self):
+    def get_config(self):
+        """The vocabularies and settings; `from_config` rebuilds the object.
+
+        `target_vocabulary` is `None` when both sides share one.
+        """
+        config = super().get_config()
+        if config["target_vocabulary"] == config["source_vocabulary"]:
+            config["target_vocabulary"] = None
+        return config
+
+    def settings(self):
         return {
             "max_length": self.max_length,
             "bucket_boundaries": list(self.bucket_boundaries),
@@ -400,71 +394,18 @@ class TranslationPreprocessor:
 
     @classmethod
     def from_config(cls, config):
-        """The preprocessor of `get_config()`."""
+        """The preprocessor of `get_config()` (or of `load`'s files)."""
         config = dict(config)
         options = {
             "lowercase": config.pop("lowercase", True),
             "strip_accents": config.pop("strip_accents", False),
         }
-        source = make_tokenizer(config.pop("source_vocabulary"), **options)
+        source = config.pop("source_vocabulary")
         target = config.pop("target_vocabulary", None)
-        target = source if target is None else make_tokenizer(target, **options)
+        shared = target is None or list(target) == list(source)
+        source = make_tokenizer(source, **options)
+        target = source if shared else make_tokenizer(target, **options)
         return cls(source, target, **config)
-
-    def save(self, directory):
-        """Writes the vocabulary files and `preprocessor.json` into `directory`."""
-        directory = os.fspath(directory)
-        for name, tokenizer in (
-            (SOURCE_VOCABULARY_FILE, self.source_tokenizer),
-            (TARGET_VOCABULARY_FILE, self.target_tokenizer),
-        ):
-            save_vocabulary(tokenizer.get_vocabulary(), os.path.join(directory, name))
-        with open(os.path.join(directory, SETTINGS_FILE), "w", encoding="utf-8") as f:
-            json.dump(self._settings(), f, indent=2)
-
-    @classmethod
-    def load(cls, directory, max_length=None, vocabulary_sizes=(None, None)):
-        """Reads what `save` wrote, or a directory from before `preprocessor.json`.
-
-        Args:
-            directory: the directory.
-            max_length: the model's `max_length` (or `None`), used when the
-                directory has no `preprocessor.json`.
-            vocabulary_sizes: the `(source, target)` sizes the model was
-                built with; `None` for no check.
-
-        Raises:
-            ValueError: for a missing or bad vocabulary file (see
-                `load_vocabulary`) or a `preprocessor.json` that is not a
-                JSON object.
-        """
-        directory = os.fspath(directory)
-        settings = {"max_length": max_length}
-        path = os.path.join(directory, SETTINGS_FILE)
-        if os.path.isfile(path):
-            with open(path, "rb") as file:
-                data = file.read()
-            try:  # Decoding errors are ValueErrors too.
-                settings = json.loads(data.decode("utf-8"))
-                if not isinstance(settings, dict):
-                    raise ValueError(f"found a {type(settings).__name__}")
-            except ValueError as error:
-                raise ValueError(
-                    f"{path} must hold a JSON object of settings: {error}"
-                ) from None
-        source, target = (
-            load_vocabulary(os.path.join(directory, name), expected_size=size)
-            for name, size in zip(
-                (SOURCE_VOCABULARY_FILE, TARGET_VOCABULARY_FILE), vocabulary_sizes
-            )
-        )
-        return cls.from_config(
-            {
-                "source_vocabulary": source,
-                "target_vocabulary": None if target == source else target,
-                **settings,
-            }
-        )
 
 
 def make_translation_dataset(

@@ -203,7 +203,7 @@ def test_export_refuses_an_existing_version_and_other_backends(translator, expor
     with pytest.raises(TypeError, match="`preprocessor` must be a `keras_seq.text"):
         export.export_translator(model, preprocessor.source_tokenizer, "/tmp/x")
     longer = text.TranslationPreprocessor(preprocessor.source_tokenizer, max_length=64)
-    with pytest.raises(ValueError, match="cuts sources to 64 tokens; the model takes"):
+    with pytest.raises(ValueError, match="cuts sequences to 64 tokens; the model"):
         export.export_translator(model, longer, "/tmp/x")
 
 
@@ -211,13 +211,13 @@ def test_classifier_serves_labels_and_probabilities(tmp_path):
     import tensorflow as tf
 
     keras.utils.set_random_seed(0)
-    tokenizer = text.make_tokenizer(VOCABULARY)
+    preprocessor = text.ClassificationPreprocessor(text.make_tokenizer(VOCABULARY), 16)
     model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
     path = export.export_classifier(
-        model, tokenizer, tmp_path, max_length=16, class_names=["negative", "positive"]
+        model, preprocessor, tmp_path, class_names=["negative", "positive"]
     )
     texts = ["w1 w2.", "w3 w4 w5!", ""]
-    expected = tasks.classify_texts(model, tokenizer, texts, 16)
+    expected = tasks.classify_texts(model, preprocessor, texts)
     out = tf.saved_model.load(path).signatures["serving_default"](
         texts=tf.constant(texts)
     )
@@ -230,13 +230,15 @@ def test_language_model_serves_continuations(tmp_path):
     import tensorflow as tf
 
     keras.utils.set_random_seed(0)
-    tokenizer = text.make_tokenizer(VOCABULARY)
     model = zoo.build_language_model("tiny", vocabulary_size=len(VOCABULARY))
-    path = export.export_language_model(model, tokenizer, tmp_path, max_new_tokens=8)
+    preprocessor = text.LanguageModelPreprocessor(
+        text.make_tokenizer(VOCABULARY), model.max_length
+    )
+    path = export.export_language_model(model, preprocessor, tmp_path, max_new_tokens=8)
     prompts = ["w1 w2 w3", "w4 w5 w6"]  # One length: no padding in the batch.
-    ids = np.asarray(recipe.tokenize_to_lists(tokenizer, prompts), "int32")
-    expected = text.detokenize(
-        tokenizer, np.asarray(model.generate(ids, max_new_tokens=8))
+    ids = preprocessor.prompt_ids(prompts, max_new_tokens=8)
+    expected = preprocessor.detokenize(
+        np.asarray(model.generate(ids, max_new_tokens=8))
     )
     out = (
         tf.saved_model.load(path)
@@ -247,3 +249,64 @@ def test_language_model_serves_continuations(tmp_path):
     )
     assert [s.decode() for s in out[:2]] == expected
     assert out.shape == (3,)
+
+
+def _refusal(signature, **inputs):
+    """The first line of the error a served signature raises, as a server
+    answers it (`zoo.serving`'s 400)."""
+    import tensorflow as tf
+
+    from zoo.serving.batching import _as_request_error
+
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        signature(**{k: tf.constant(v, tf.int32) for k, v in inputs.items()})
+    error = _as_request_error(caught.value)
+    assert error.status == 400
+    return error.message
+
+
+def _in_process_refusal(model, inputs):
+    with pytest.raises(ValueError) as caught:
+        model.predict(inputs, verbose=0)
+    return str(caught.value)
+
+
+def test_served_logits_refuse_ids_out_of_range_and_too_long(translator, tmp_path):
+    """Negative ids, ids past the vocabulary and sequences past max_length
+    are refused in the graph, with the message the model gives in process."""
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    size = len(VOCABULARY)
+    classifier = zoo.build_classifier("tiny", vocabulary_size=size)
+    preprocessor = text.ClassificationPreprocessor(text.make_tokenizer(VOCABULARY), 16)
+    served = tf.saved_model.load(
+        export.export_classifier(classifier, preprocessor, tmp_path)
+    )
+    logits = served.signatures["logits"]
+    for ids in ([[-5, 6, 7]], [[5, size, 7]]):
+        message = _refusal(logits, token_ids=ids)
+        expected = _in_process_refusal(classifier, np.asarray(ids, "int32"))
+        assert message == f"assertion failed: [{expected}]"
+    assert "received values in [-5, 7]." in _refusal(logits, token_ids=[[-5, 6, 7]])
+    too_long = _refusal(logits, token_ids=np.ones((1, 5000), "int32"))
+    assert too_long == (
+        "assertion failed: [`token_ids` reaches past `max_length`: positions up "
+        "to max_length=32 are supported; received sequence length 5000 starting "
+        "at position 0, which needs 5000 positions.]"
+    )
+    good = logits(token_ids=tf.constant([[5, 6, 7]]))["logits"]
+    np.testing.assert_allclose(good, classifier.predict(np.array([[5, 6, 7]])), 1e-5)
+
+    translator_served = tf.saved_model.load(
+        export.export_translator(*translator, tmp_path / "t", max_new_tokens=4)
+    )
+    message = _refusal(
+        translator_served.signatures["logits"],
+        encoder_token_ids=[[5, 6, -1]],
+        decoder_token_ids=[[2, 5]],
+    )
+    assert message.startswith(
+        "assertion failed: [`encoder_token_ids` must lie in [0, 38) "
+        "(source_vocabulary_size=38); received values in [-1, 6].]"
+    )

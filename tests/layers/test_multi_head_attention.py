@@ -381,3 +381,128 @@ class TestErrors:
                 cache=np.zeros((B, 2, T, N, H), "float32"),
                 cache_update_index=0,
             )
+
+
+# Habits from keras.layers.MultiHeadAttention.
+
+
+@pytest.mark.parametrize("value_dim", [3, 6])
+def test_values_wider_or_narrower_than_keys_on_both_paths(value_dim):
+    """JAX's fused kernel takes values only as wide as the keys: heads of
+    other widths go the explicit way, with the same numbers."""
+    fused = MultiHeadAttention(N, H, value_dim=value_dim)
+    explicit = MultiHeadAttention(
+        N, H, value_dim=value_dim, attention_implementation="explicit"
+    )
+    q, v = _random(B, T, D), _random(B, S, D, seed=1)
+    fused(q, v)
+    explicit(q, v)
+    explicit.set_weights(fused.get_weights())
+    mask = _padding([7, 3], S)
+    expected = explicit(q, v, value_mask=mask)
+    assert tuple(expected.shape) == (B, T, D)
+    assert_all_close(fused(q, v, value_mask=mask), expected, 1e-6)
+
+
+@pytest.mark.parametrize("output_dim", [8.0, -1, "8", 0, True])
+def test_output_dim_is_refused_at_construction(output_dim):
+    expected = (
+        f"`output_dim` must be a positive integer or None; received {output_dim!r}."
+    )
+    with pytest.raises(ValueError) as refused:
+        MultiHeadAttention(N, H, output_dim=output_dim)
+    assert str(refused.value) == expected
+
+
+def _keras_mask(shape, seed=0):
+    """A random boolean mask in which every query keeps its first key."""
+    mask = np.random.default_rng(seed).random(shape) > 0.4
+    mask[..., 0] = True
+    return mask
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("shape", [(T, S), (1, T, S), (B, T, S), (B, N, T, S)])
+def test_attention_mask_shapes_keras_takes(implementation, shape):
+    """(T, S), (1, T, S), (B, T, S) and per head (B, N, T, S): the numbers of
+    Keras' layer given the same mask and weights."""
+    ours, reference = _pair(implementation)
+    q, v = _random(B, T, D, seed=3), _random(B, S, D, seed=4)
+    mask = _keras_mask(shape)
+    if len(shape) < 4:  # Keras takes a per-head mask as it is.
+        expected = reference(q, v, attention_mask=np.broadcast_to(mask, (B, T, S)))
+    else:
+        expected = reference(q, v, attention_mask=mask)
+    assert_all_close(ours(q, v, attention_mask=mask), expected, atol=1e-5)
+
+
+def test_a_head_without_keys_contributes_nothing_on_both_paths():
+    fused, _ = _pair("fused")
+    explicit = MultiHeadAttention(N, H, attention_implementation="explicit")
+    q, v = _random(B, T, D), _random(B, S, D, seed=1)
+    explicit(q, v)
+    explicit.set_weights(fused.get_weights())
+    mask = _keras_mask((B, N, T, S))
+    mask[0, 1, 2] = False  # Query 2 of row 0 has no key in head 1.
+    mask[1, :, 3] = False  # Query 3 of row 1 has no key in any head.
+    actual = np.asarray(fused(q, v, attention_mask=mask))
+    assert_all_close(actual, explicit(q, v, attention_mask=mask), 1e-6)
+    assert np.all(actual[1, 3] == 0)
+    assert not np.allclose(actual[0, 2], 0)  # Head 0 still attends.
+
+
+def test_attention_mask_of_another_shape_is_refused():
+    layer = MultiHeadAttention(N, H)
+    q, v = _random(B, T, D), _random(B, S, D, seed=1)
+    with pytest.raises(ValueError) as refused:
+        layer(q, v, attention_mask=np.ones((B, N + 1, T, S), bool))
+    # Keras adds the layer's name and arguments around the message.
+    assert (
+        "`attention_mask` must have shape (query_length, key_length), "
+        "(batch_size, query_length, key_length) or (batch_size, num_heads, "
+        "query_length, key_length), a batch or head axis possibly 1: here "
+        f"({T}, {S}), ({B}, {T}, {S}) or ({B}, {N}, {T}, {S}); received "
+        f"shape ({B}, {N + 1}, {T}, {S})."
+    ) in str(refused.value)
+
+
+@pytest.mark.parametrize("output_dim", [None, 7])
+def test_compute_output_shape_is_the_output_shape(output_dim):
+    layer = MultiHeadAttention(N, H, output_dim=output_dim)
+    q, v = _random(B, T, D), _random(B, S, 6, seed=1)
+    expected = (B, T, output_dim or D)
+    assert layer.compute_output_shape(q.shape, v.shape) == expected
+    assert tuple(layer(q, v).shape) == expected
+    with pytest.raises(ValueError, match="`key` and `value` must have the same"):
+        layer.compute_output_shape(q.shape, v.shape, (B, S + 1, 6))
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
+def test_output_spec_under_mixed_precision(policy):
+    """The spec Keras asks for in a functional graph, in the compute dtype."""
+    layer = MultiHeadAttention(N, H, dtype=policy)
+    q, v = keras.KerasTensor((B, T, D)), keras.KerasTensor((B, S, 6))
+    output, scores = layer.compute_output_spec(q, v, return_attention_scores=True)
+    compute = layer.compute_dtype
+    assert (output.shape, output.dtype) == ((B, T, D), compute)
+    assert (scores.shape, scores.dtype) == ((B, N, T, S), compute)
+    cache = keras.KerasTensor((B, 2, N, 9, H), dtype=compute)
+    output, new_cache = layer.compute_output_spec(
+        keras.KerasTensor((B, 1, D)), q[:, :1], cache=cache, cache_update_index=0
+    )
+    assert (output.shape, new_cache.shape) == ((B, 1, D), (B, 2, N, 9, H))
+
+
+def test_causal_mask_of_a_short_query_is_aligned_to_the_last_key():
+    """Keras aligns a (T, S) causal mask to the first key (`j <= i`); ours to
+    the last (`j <= S - T + i`), as a query appended to a cache needs."""
+    ours, reference = _pair()
+    q, v = _random(B, 2, D, seed=3), _random(B, S, D, seed=4)
+    bottom_right = np.asarray(masks.causal_mask(2, S))  # (2, S)
+    np.testing.assert_array_equal(
+        bottom_right, np.arange(S)[None, :] <= (S - 2 + np.arange(2))[:, None]
+    )
+    actual = ours(q, v, use_causal_mask=True)
+    mask = np.broadcast_to(bottom_right, (B, 2, S))
+    assert_all_close(actual, reference(q, v, attention_mask=mask), atol=1e-5)
+    assert not np.allclose(actual, reference(q, v, use_causal_mask=True), atol=1e-3)

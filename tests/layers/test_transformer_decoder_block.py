@@ -227,3 +227,30 @@ class TestErrors:
         block(_random(B, T, D))
         with pytest.raises(ValueError, match="without cross attention"):
             block(_random(B, T, D), _random(B, S, D))
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_output_spec_under_mixed_precision(policy):
+    compute = policy.split("_")[1]
+    x, z = keras.KerasTensor((2, 4, 8)), keras.KerasTensor((2, 6, 8))
+    block = TransformerDecoderBlock(2, 16, dtype=policy)
+    output = block.compute_output_spec(x, z)
+    assert (output.shape, output.dtype) == ((2, 4, 8), compute)
+    cache = keras.KerasTensor((2, 2, 2, 9, 4), dtype=compute)
+    output, self_cache, cross_cache, scores = block.compute_output_spec(
+        x[:, :1],
+        z,
+        self_attention_cache=cache,
+        self_attention_cache_update_index=0,
+        return_attention_scores=True,
+    )
+    assert output.shape == (2, 1, 8) and output.dtype == compute
+    assert self_cache.shape == (2, 2, 2, 9, 4)
+    assert (cross_cache.shape, cross_cache.dtype) == ((2, 2, 2, 6, 4), compute)
+    assert scores.shape == (2, 2, 1, 6)
+    # Built, in a functional graph under the policy, it runs as its spec says.
+    inputs = keras.Input((4, 8)), keras.Input((6, 8))
+    model = keras.Model(inputs, block(*inputs))
+    assert model.outputs[0].dtype == compute
+    ones = np.ones((2, 4, 8), "float32"), np.ones((2, 6, 8), "float32")
+    assert keras.backend.standardize_dtype(model(ones).dtype) == compute

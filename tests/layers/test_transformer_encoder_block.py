@@ -144,3 +144,43 @@ class TestErrors:
     def test_constructor(self, kwargs, name):
         with pytest.raises(ValueError, match=f"`{name}`"):
             TransformerEncoderBlock(**({"num_heads": N, "ff_dim": F} | kwargs))
+
+
+def test_values_of_another_width_than_keys():
+    """`value_dim != key_dim` runs (JAX's fused kernel cannot take it) and
+    agrees with the explicit path."""
+    x = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
+    fused = TransformerEncoderBlock(2, 16, key_dim=2, value_dim=4)
+    explicit = TransformerEncoderBlock(
+        2, 16, key_dim=2, value_dim=4, attention_implementation="explicit"
+    )
+    fused(x)
+    explicit(x)
+    explicit.set_weights(fused.get_weights())
+    mask = np.array([[True, True, False], [True, True, True]])
+    expected = explicit(x, padding_mask=mask)
+    assert tuple(expected.shape) == (2, 3, 8)
+    assert_all_close(fused(x, padding_mask=mask), expected, 1e-5)
+
+
+def test_attention_mask_of_one_row_for_the_batch():
+    """A (T, T) attention mask, as Keras takes it, equals its (B, T, T)
+    broadcast."""
+    x = np.random.default_rng(1).normal(size=(2, 4, 8)).astype("float32")
+    block = TransformerEncoderBlock(2, 16)
+    mask = np.tril(np.ones((4, 4), bool))
+    assert_all_close(
+        block(x, attention_mask=mask),
+        block(x, attention_mask=np.broadcast_to(mask, (2, 4, 4))),
+        1e-6,
+    )
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_output_spec_under_mixed_precision(policy):
+    block = TransformerEncoderBlock(2, 16, dtype=policy)
+    output, scores = block.compute_output_spec(
+        keras.KerasTensor((2, 5, 8)), return_attention_scores=True
+    )
+    assert (output.shape, output.dtype) == ((2, 5, 8), policy.split("_")[1])
+    assert (scores.shape, scores.dtype) == ((2, 2, 5, 5), policy.split("_")[1])

@@ -89,8 +89,8 @@ def translator_dir(tmp_path_factory, translator):
     root = tmp_path_factory.mktemp("translator_dir")
     text.save_vocabulary(VOCABULARY, root / "source_vocabulary.txt")
     text.save_vocabulary(VOCABULARY, root / "target_vocabulary.txt")
-    run_dir.save(
-        str(root), "translator", translator, {"data": "tiny"}, ("source", "target")
+    run_dir.RunDir(str(root)).save(
+        "translator", translator, {"data": "tiny"}, ("source", "target")
     )
     return root
 
@@ -131,7 +131,10 @@ def served_classifier(tmp_path_factory, classifier, tokenizer):
     from keras_seq import export
 
     root = tmp_path_factory.mktemp("served_classifier")
+    from keras_seq import text
+
+    preprocessor = text.ClassificationPreprocessor(tokenizer, 16)
     path = export.export_classifier(
-        classifier, tokenizer, root, max_length=16, class_names=CLASS_NAMES
+        classifier, preprocessor, root, class_names=CLASS_NAMES
     )
     return path, tf.saved_model.load(path)

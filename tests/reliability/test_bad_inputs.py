@@ -391,7 +391,7 @@ CASES = [
     # Export: the model and tokenizers must match.
     ("export_translator", "a classifier",
      lambda c: export.export_translator(c.classifier, _preprocessor(c), c.root / "e0"),
-     TypeError, r"`model` must be a model of `zoo.build_translator`; .*Classifier"),
+     TypeError, r"`model` must be a model of `zoo.build_translator` or .*Classifier"),
     ("export_translator", "tokenizers instead of a preprocessor",
      lambda c: export.export_translator(c.translator, c.tokenizer, c.root / "e6"),
      TypeError, r"`preprocessor` must be a `keras_seq.text.TranslationPreprocessor`"),
@@ -413,12 +413,14 @@ CASES = [
                                         c.root / "e4", version="1"),
      ValueError, r"`version` must be an int >= 1; received '1'"),
     ("export_classifier", "one class name for two classes",
-     lambda c: export.export_classifier(c.classifier, c.tokenizer, c.root / "e5",
-                                        class_names=["yes"]),
+     lambda c: export.export_classifier(
+         c.classifier, text.ClassificationPreprocessor(c.tokenizer, 16), c.root / "e5",
+         class_names=["yes"]),
      ValueError, r"`class_names` must name the 2 classes; received 1 names"),
     ("export_language_model", "max_new_tokens=0",
-     lambda c: export.export_language_model(c.language_model, c.tokenizer,
-                                            c.root / "e6", max_new_tokens=0),
+     lambda c: export.export_language_model(
+         c.language_model, text.LanguageModelPreprocessor(c.tokenizer, 32),
+         c.root / "e6", max_new_tokens=0),
      ValueError, r"`max_new_tokens` must be in \[1, 31\] .*received 0"),
     ("export_language_model", "a translator",
      lambda c: export.export_language_model(c.translator, c.tokenizer,
@@ -524,7 +526,7 @@ def cli_paths(ctx, lambda_model_file, served_classifier):
     mlm_dir.mkdir()
     text.save_vocabulary(VOCABULARY, mlm_dir / "vocabulary.txt")
     mlm = zoo.build_masked_language_model("tiny", vocabulary_size=V)
-    run_dir.save(str(mlm_dir), "masked-language-model", mlm, {}, ("text",))
+    run_dir.RunDir(str(mlm_dir)).save("masked-language-model", mlm, {}, ("text",))
     corrupt = root / "corrupt_export" / "1"
     corrupt.mkdir(parents=True)
     (corrupt / "saved_model.pb").write_bytes(b"not a protocol buffer")

@@ -287,4 +287,4 @@ def test_a_str_is_one_text_and_bounds_are_checked_first(
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
         translation.translate_texts(trained.model, trained.preprocessor, sentences)
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
-        tasks.classify_texts(classifier, tokenizer, sentences, 16)
+        tasks.classify_texts(classifier, classifier_dir.preprocessor, sentences)

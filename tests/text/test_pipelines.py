@@ -262,7 +262,8 @@ def test_translation_refuses_bad_arguments(
 def test_classification_batches(source_tokenizer):
     texts = english_sentences(10)
     labels = np.arange(10) % 3
-    with pytest.warns(UserWarning, match=r"^\d+ of 10 texts were longer"):
+    note = r"^\d+ of 10 texts are longer than the model's max_length \(12 tokens\)"
+    with pytest.warns(UserWarning, match=note):
         dataset = make_classification_dataset(
             texts, labels, source_tokenizer, max_length=12, batch_size=4
         )

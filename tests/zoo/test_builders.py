@@ -196,3 +196,142 @@ def test_a_dataset_batch_with_an_id_past_the_vocabulary_stops_the_pipeline():
             call()
         assert message.format(prefix) in str(refused.value)
         assert "33" in str(refused.value).split(message.format(prefix))[1][:40]
+
+
+# The raw model API at its edges: a refusal leaves the model whole, the
+# options are refused as the application refuses them, and a row without a
+# token has one answer.
+
+V = 30
+GENERATING = ("translator", "rnn_translator", "language_model")
+
+
+@pytest.fixture(scope="module")
+def generating_models():
+    keras.utils.set_random_seed(0)
+    return {
+        family: getattr(zoo, f"build_{family}")("tiny", vocabulary_size=V)
+        for family in GENERATING
+    }
+
+
+def test_a_refused_dataset_leaves_the_model_whole(tmp_path):
+    """Ids and labels past the vocabulary stop the `tf.data` pipeline with
+    one message on every backend (unchecked, JAX trains on such labels),
+    and the model keeps its weights and saves: Keras' JAX trainer detaches
+    the weights before the first batch of an epoch is read."""
+    tf = pytest.importorskip("tensorflow")
+
+    keras.utils.set_random_seed(0)
+    model = zoo.build_language_model("tiny", vocabulary_size=V, max_length=8)
+    model.compile("adam", MaskedSparseCategoricalCrossentropy())
+    ids = _ids(4, 6, V)
+    model.fit(ids, ids, verbose=0)  # Built and compiled: no symbolic build reads.
+    weights = model.get_weights()
+    bad_ids, bad_labels = ids.copy(), ids.copy()
+    bad_ids[0, 0], bad_labels[1, 1] = V + 3, V + 4
+
+    def dataset(x, y):
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+
+    refusals = {
+        ("token_ids", V + 3): dataset(bad_ids, ids),
+        ("y", V + 4): dataset(ids, bad_labels),
+    }
+    for (name, bad), data in refusals.items():
+        message = (
+            f"`{name}` in the `x` dataset must lie in [0, {V}) "
+            f"(vocabulary_size={V}); a batch holds values in [min, max] ="
+        )
+        for method in (model.fit, model.evaluate):
+            with pytest.raises(tf.errors.InvalidArgumentError) as refused:
+                method(data, verbose=0)
+            assert message in str(refused.value)
+            assert str(bad) in str(refused.value).split(message)[1][:20]
+            for before, after in zip(weights, model.get_weights()):
+                np.testing.assert_array_equal(before, after)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        model.predict(dataset(bad_ids, ids).map(lambda x, y: x), verbose=0)
+    model.save(tmp_path / "kept.keras")
+    reloaded = keras.saving.load_model(tmp_path / "kept.keras")
+    np.testing.assert_allclose(reloaded.predict(ids, verbose=0), model(ids), atol=1e-5)
+    assert np.isfinite(model.fit(dataset(ids, ids), verbose=0).history["loss"]).all()
+
+
+def _bound(family):
+    if family == "language_model":
+        return "the vocabulary size"
+    return "the target vocabulary size"
+
+
+NAN, INF = float("nan"), float("inf")
+# (options, error, message); `{bound}` names the output vocabulary.
+BAD_OPTIONS = [
+    ({"strategy": "sample", "temperature": NAN}, ValueError,
+     "`temperature` must be a finite number above 0; received nan."),
+    ({"strategy": "sample", "temperature": 0.0}, ValueError,
+     "`temperature` must be a finite number above 0; received 0.0."),
+    ({"strategy": "sample", "temperature": "1"}, TypeError,
+     "`temperature` must be a finite number above 0; received '1'."),
+    ({"strategy": "sample", "top_k": V + 1}, ValueError,
+     f"`top_k` must be at most {V} ({{bound}}); received {V + 1}."),
+    ({"strategy": "sample", "top_k": 2.5}, TypeError,
+     "`top_k` must be an int; received 2.5."),
+    ({"strategy": "sample", "top_p": NAN}, ValueError,
+     "`top_p` must be in (0, 1]; received nan."),
+    ({"strategy": "beam", "length_penalty": NAN}, ValueError,
+     "`length_penalty` must be a finite number; received nan."),
+    ({"strategy": "beam", "length_penalty": INF}, ValueError,
+     "`length_penalty` must be a finite number; received inf."),
+    ({"strategy": "beam", "length_penalty": "0.6"}, TypeError,
+     "`length_penalty` must be a finite number; received '0.6'."),
+    ({"strategy": "beam", "beam_width": V + 1}, ValueError,
+     f"`beam_width` must be at most {V} ({{bound}}); received {V + 1}."),
+    ({"strategy": "beam", "beam_width": 100_000}, ValueError,
+     f"`beam_width` must be at most {V} ({{bound}}); received 100000."),
+    ({"strategy": "beam", "beam_width": None}, TypeError,
+     "`beam_width` must be an int; received None."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("family", GENERATING)
+def test_decoding_options_are_refused_as_the_application_refuses_them(
+    generating_models, family
+):
+    from zoo.recipes.inputs import check_int_in
+
+    model = generating_models[family]
+    prompt = np.array([[5, 6], [7, 8]], "int32")
+    for options, error, message in BAD_OPTIONS:
+        message = message.format(bound=_bound(family))
+        with pytest.raises(error) as refused:
+            model.generate(prompt, 3, **options)
+        assert str(refused.value) == message, options
+        if options["strategy"] == "beam":
+            beam_options = {k: v for k, v in options.items() if k != "strategy"}
+            with pytest.raises(error) as refused:
+                model.beam_search(prompt, 3, **beam_options)
+            assert str(refused.value) == message
+    # The message `TrainedModel.translate` gives for the same beam width.
+    with pytest.raises(ValueError) as refused:
+        check_int_in(V + 1, "beam_width", 1, V, _bound(family))
+    assert str(refused.value) == BAD_OPTIONS[9][2].format(bound=_bound(family))
+
+
+@pytest.mark.parametrize("family", GENERATING)
+def test_a_row_without_a_token_answers_the_end_token(generating_models, family):
+    """An all-padding row, or a source or prompt of length 0, decodes to the
+    end token and zeros (an empty output), by every search; no model runs
+    over no token."""
+    from keras_seq.text import END_ID
+
+    model = generating_models[family]
+    empty_row = [END_ID, 0, 0, 0]
+    ids = np.array([[0, 0], [5, 6]], "int32")  # all padding beside a real row
+    greedy = keras.ops.convert_to_numpy(model.generate(ids, 4))
+    assert greedy[0].tolist() == empty_row
+    no_source = keras.ops.convert_to_numpy(model.generate(ids[:, :0], 4))
+    assert no_source.tolist() == [empty_row, empty_row]
+    best, scores = model.beam_search(ids, 4, beam_width=2, num_return=2)
+    assert keras.ops.convert_to_numpy(best)[0].tolist() == [empty_row, empty_row]
+    assert keras.ops.convert_to_numpy(scores)[0].tolist() == [0.0, 0.0]

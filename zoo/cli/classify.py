@@ -2,6 +2,7 @@
 
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
+from zoo.recipes.families import supporting
 
 
 def add_parser(commands):
@@ -10,7 +11,9 @@ def add_parser(commands):
         "classify", help="classify texts (arguments, or lines on stdin)"
     )
     parser.add_argument(
-        "--model-dir", required=True, help="a classifier of `keras-seq train`"
+        "--model-dir",
+        required=True,
+        help=f"a run of `keras-seq train` ({', '.join(supporting('classify'))})",
     )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
@@ -23,7 +26,7 @@ def run(args):
         0, the exit status.
     """
     texts = read_texts(args.texts, "texts")
-    trained = load_model_dir(args.model_dir, ("classifier",), "classify")
+    trained = load_model_dir(args.model_dir, "classify")
     probabilities = trained.classify(texts) if texts else []
     for row in probabilities:
         label = int(row.argmax())

@@ -10,8 +10,8 @@ import argparse
 
 from zoo.cli import train
 from zoo.cli.errors import check_at_least
-from zoo.recipes import demo, settings
-from zoo.recipes.families import FAMILIES
+from zoo.recipes import settings
+from zoo.recipes.families import DEMO
 
 
 def add_parser(commands):
@@ -36,14 +36,17 @@ def add_parser(commands):
     parser.add_argument(
         "--phrases",
         action=argparse.BooleanOptionalAction,
-        default=settings.DEMO.phrases,
-        help="add the dictionary's phrase pairs to the training set",
+        default=None,
+        help=train._default(
+            "add the dictionary's phrase pairs to the training set",
+            settings.DEMO.phrases,
+        ),
     )
     parser.add_argument(
         "--variants",
         action=argparse.BooleanOptionalAction,
-        default=settings.DEMO.variants,
-        help=train.VARIANTS_HELP,
+        default=None,
+        help=train._default(train.VARIANTS_HELP, settings.DEMO.variants),
     )
     parser.set_defaults(run=run)
 
@@ -54,7 +57,9 @@ def run(args):
     Returns:
         0, the exit status.
     """
-    train.check_common(args, FAMILIES["translator"].presets, settings.DEMO)
+    from zoo.recipes import demo
+
+    train.check_common(args, DEMO.presets, settings.DEMO)
     check_at_least(args.train_pairs, "--train-pairs")
     chosen = train.chosen_settings(args, settings.DEMO, {})
     shown = demo.run(args.corpus, args.output_dir, chosen, overwrite=args.overwrite)

@@ -5,7 +5,7 @@ import json
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import families
+from zoo.recipes.families import FAMILIES, supporting
 
 
 def add_parser(commands):
@@ -34,14 +34,16 @@ def run(args):
     """
     check_at_least(args.beam_width, "--beam-width")
     trained = load_model_dir(args.model_dir)
-    family = families.FAMILIES[trained.family]
-    if args.beam_width is not None and not family.translates:
+    recipe = FAMILIES[trained.family]
+    if args.beam_width is not None and not recipe.translates:
         raise UsageError(
-            "--beam-width applies to translator and rnn-translator; "
+            f"--beam-width applies to {' and '.join(supporting('translate'))}; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
-    chosen = family.settings()
+    chosen = recipe.settings()
     if args.beam_width is not None:
         chosen = chosen.replace(beam_width=args.beam_width)
-    print(json.dumps(families.evaluate(trained, args.data, chosen)))
+    from zoo.recipes import workflow
+
+    print(json.dumps(workflow.evaluate(trained, args.data, chosen)))
     return 0

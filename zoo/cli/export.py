@@ -1,19 +1,17 @@
 """`keras-seq export`: a trained model directory as a SavedModel for TF
 Serving."""
 
-from keras_seq.export import require_tensorflow
 from zoo.cli.errors import UsageError, check_at_least, reported_as_usage
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import families
-from zoo.recipes.families import SERVED
-from zoo.recipes.run_dir import check_writable
+from zoo.recipes.families import supporting
 
 
 def add_parser(commands):
     """Adds `export` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(
         "export",
-        help=f"export a trained model as a SavedModel ({', '.join(SERVED)})",
+        help="export a trained model as a SavedModel "
+        f"({', '.join(supporting('export'))})",
     )
     parser.add_argument(
         "--model-dir", required=True, help="a directory of `keras-seq train`"
@@ -29,7 +27,7 @@ def add_parser(commands):
         choices=("saved_model", "ctranslate2"),
         default="saved_model",
         help="ctranslate2: --export-dir becomes a CTranslate2 model directory "
-        "(translator, language-model), served without TensorFlow",
+        f"({', '.join(supporting('ctranslate2'))}), served without TensorFlow",
     )
     parser.add_argument(
         "--quantization",
@@ -48,20 +46,24 @@ def run(args):
     """
     if args.format == "ctranslate2":
         return _run_ctranslate2(args)
+    from keras_seq.export import require_tensorflow
+    from zoo.recipes import workflow
+    from zoo.recipes.run_dir import check_writable
+
     with reported_as_usage(ValueError):
         require_tensorflow()  # before the model is loaded
     check_at_least(args.version, "--version")
     check_writable(args.export_dir, "--export-dir")
     trained = load_model_dir(args.model_dir)
-    if trained.family not in SERVED:
+    if trained.family not in supporting("export"):
         raise UsageError(
-            f"`export` serves {', '.join(SERVED)} directories; "
+            f"`export` serves {', '.join(supporting('export'))} directories; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
     # The export refuses a version already written.
     with reported_as_usage(ValueError):
         try:
-            path = families.export(trained, args.export_dir, args.version)
+            path = workflow.export(trained, args.export_dir, args.version)
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path}")
@@ -69,13 +71,16 @@ def run(args):
 
 
 def _run_ctranslate2(args):
-    from zoo.serving.ctranslate2_export import export_trained
+    from zoo.recipes import workflow
+    from zoo.recipes.run_dir import check_writable
 
     check_writable(args.export_dir, "--export-dir")
     trained = load_model_dir(args.model_dir)
     with reported_as_usage(ValueError, ImportError):
         try:
-            path = export_trained(trained, args.export_dir, args.quantization)
+            path = workflow.export_ctranslate2(
+                trained, args.export_dir, args.quantization
+            )
         except ValueError as error:
             raise ValueError(f"--export-dir {args.export_dir}: {error}") from None
     print(f"exported {trained.family} to {path} (CTranslate2, {args.quantization})")

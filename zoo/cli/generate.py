@@ -3,7 +3,8 @@
 from zoo.cli.errors import named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
-from zoo.recipes.tasks import SAMPLE_TOP_K
+from zoo.recipes.families import supporting
+from zoo.recipes.settings import GenerateSettings
 
 
 def add_parser(commands):
@@ -12,8 +13,11 @@ def add_parser(commands):
         "generate", help="continue prompts (arguments, or lines on stdin)"
     )
     parser.add_argument(
-        "--model-dir", required=True, help="a language model of `keras-seq train`"
+        "--model-dir",
+        required=True,
+        help=f"a run of `keras-seq train` ({', '.join(supporting('generate'))})",
     )
+    defaults = GenerateSettings()
     parser.add_argument(
         "--max-new-tokens",
         type=int,
@@ -22,7 +26,10 @@ def add_parser(commands):
         "None: as many as the model's max_length leaves",
     )
     parser.add_argument(
-        "--top-k", type=int, default=SAMPLE_TOP_K, help="of the sampler"
+        "--top-k",
+        type=int,
+        default=None,
+        help=f"of the sampler (default: {defaults.top_k})",
     )
     parser.add_argument(
         "--top-p", type=float, default=None, help="of the sampler, in (0, 1]"
@@ -30,8 +37,9 @@ def add_parser(commands):
     parser.add_argument(
         "--seed",
         type=int,
-        default=0,
-        help="of the sampler; a prompt and a seed always give the same text",
+        default=None,
+        help="of the sampler; a prompt and a seed always give the same text "
+        f"(default: {defaults.seed})",
     )
     parser.add_argument("prompts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
@@ -43,14 +51,18 @@ def run(args):
     Returns:
         0, the exit status.
     """
+    defaults = GenerateSettings()
     options = {
-        "max_new_tokens": args.max_new_tokens,
-        "top_k": args.top_k,
-        "top_p": args.top_p,
-        "seed": args.seed,
+        name: getattr(defaults, name) if value is None else value
+        for name, value in (
+            ("max_new_tokens", args.max_new_tokens),
+            ("top_k", args.top_k),
+            ("top_p", args.top_p),
+            ("seed", args.seed),
+        )
     }
     flags = {name: "--" + name.replace("_", "-") for name in options}
-    trained = load_model_dir(args.model_dir, ("language-model",), "generate")
+    trained = load_model_dir(args.model_dir, "generate")
     with named_as_flags(**flags):
         trained.check_generate_options(**options)
     prompts = read_texts(args.prompts, "prompts")

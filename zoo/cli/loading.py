@@ -3,10 +3,9 @@
 import sys
 
 from zoo.cli.errors import reported_as_usage
-from zoo.recipes import model_dir
 
 
-def load_model_dir(path, families=None, command=None):
+def load_model_dir(path, command=None):
     """`zoo.recipes.model_dir.load_model_dir`, its refusals as `UsageError`.
 
     A missing file, an unknown family, a vocabulary that is not the model's
@@ -15,22 +14,25 @@ def load_model_dir(path, families=None, command=None):
 
     Args:
         path: str, the `--model-dir`.
-        families: tuple of str, the families the command takes, or None.
-        command: str, the command's name, for the refusal.
+        command: str, the command whose runs must support it
+            (`Recipe.supports`), or None for any run.
 
     Returns:
         A `model_dir.TrainedModel`.
     """
+    from zoo.recipes import model_dir
+    from zoo.recipes.families import FAMILIES, supporting
+
     print(f"loading {path}...", file=sys.stderr, flush=True)
     with reported_as_usage(ValueError):
         try:
             trained = model_dir.load_model_dir(path)
         except ValueError as error:
             raise ValueError(f"--model-dir {error}") from None
-    if families and trained.family not in families:
+    if command and not FAMILIES[trained.family].supports(command):
         with reported_as_usage(ValueError):
             raise ValueError(
                 f"--model-dir {path} holds a {trained.family}; `{command}` "
-                f"needs a {' or '.join(families)}."
+                f"needs a {' or '.join(supporting(command))}."
             )
     return trained

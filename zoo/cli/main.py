@@ -7,10 +7,10 @@ argument) are `UsageError`s, printed as one line on stderr with exit status
 """
 
 import argparse
+import importlib.metadata
 import os
 import sys
 
-import keras_seq
 from zoo.cli import (
     classify,
     demo,
@@ -23,7 +23,7 @@ from zoo.cli import (
     translate,
 )
 from zoo.cli.errors import UsageError
-from zoo.recipes import runtime
+from zoo.recipes.allocator import tune_allocator
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -49,6 +49,15 @@ COMMANDS = (
 )
 
 
+def _version():
+    # Read from the installed metadata: importing `keras_seq` for its
+    # `__version__` would start Keras.
+    try:
+        return importlib.metadata.version("keras-seq")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser():
     """The argument parser of `keras-seq`, one subcommand per command module.
 
@@ -60,7 +69,7 @@ def build_parser():
         prog="keras-seq", description="Sequence models for Keras 3."
     )
     parser.add_argument(
-        "--version", action="version", version=f"keras-seq {keras_seq.__version__}"
+        "--version", action="version", version=f"keras-seq {_version()}"
     )
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
@@ -82,7 +91,7 @@ def main(argv=None):
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     args = build_parser().parse_args(argv)
-    runtime.tune_allocator()  # Every command reuses its large buffers.
+    tune_allocator()  # Every command reuses its large buffers.
     try:
         return args.run(args)
     except UsageError as error:

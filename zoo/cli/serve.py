@@ -3,9 +3,7 @@
 import os
 import sys
 
-from zoo import serving
 from zoo.cli.errors import UsageError
-from zoo.recipes.saved_model import latest_version
 from zoo.serving import flags as server_flags
 
 
@@ -26,6 +24,8 @@ def add_parser(commands):
 
 def _base_and_version(path):
     """(base directory, version directory, version number) `path` means."""
+    from zoo.recipes.saved_model import latest_version
+
     version_dir = latest_version(path)
     if version_dir != path:
         return path, version_dir, int(os.path.basename(version_dir))
@@ -43,6 +43,8 @@ def run(args):
         from zoo.serving import ctranslate2_model
 
         return ctranslate2_model.serve_command(args)
+    from zoo import serving
+
     base, version_dir, version = _base_and_version(args.saved_model)
     name = args.model_name or os.path.basename(os.path.abspath(base)) or "model"
     try:
@@ -51,12 +53,7 @@ def run(args):
             version,
             name,
             log=lambda line: print(line, flush=True),
-            host=args.host,
-            port=args.port,
-            max_batch_size=args.max_batch_size,
-            batch_timeout_micros=args.batch_timeout_micros,
-            max_body_bytes=args.max_body_bytes,
-            request_timeout=args.request_timeout,
+            **server_flags.server_options(args),
         )
     except ValueError as error:
         raise UsageError(server_flags.usage_message(error)) from None
@@ -65,7 +62,7 @@ def run(args):
     except OSError as error:
         reason = error.strerror or str(error)
         raise UsageError(
-            f"--host {args.host} --port {args.port}: cannot listen there ({reason})"
+            f"{server_flags.address(args)}: cannot listen there ({reason})"
         ) from None
     finally:
         sys.stdout.flush()

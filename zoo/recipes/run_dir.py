@@ -1,4 +1,5 @@
-"""A run directory: its layout, and the one module that writes and reads it.
+"""A run directory: its layout, and `RunDir`, the one object that names,
+claims, writes and reads it.
 
     <dir>/model.keras               the model (Keras format, safe to load)
     <dir>/run.json                  family, data, settings, test figures and
@@ -29,9 +30,10 @@ written (`claim`):
   settings is resumed; one of other settings is kept unless `overwrite`.
 
 The settings of the run in progress are written to `training.json` first,
-so a later command can tell whether a backup is its own. `read_run` and
-`read_vocabulary` refuse a directory whose vocabularies are not the ones the
-model was trained with (the fingerprints `save` records).
+so a later command can tell whether a backup is its own. Loading
+(`zoo.recipes.model_dir.load_model_dir`) refuses a directory whose
+vocabularies are not the ones the model was trained with (the fingerprints
+`RunDir.save` records).
 """
 
 import atexit
@@ -53,16 +55,16 @@ import keras
 import keras_seq.losses  # noqa: F401
 import keras_seq.metrics  # noqa: F401
 import keras_seq.schedules  # noqa: F401
-import zoo  # noqa: F401
+import zoo
 from keras_seq import text
-from keras_seq.callbacks import finished_epochs
-from keras_seq.text.translation_preprocessor import (
-    SETTINGS_FILE as PREPROCESSOR_FILE,
-)
+from keras_seq.callbacks import checkpoint_callbacks, finished_epochs
+from keras_seq.text.preprocessor import SETTINGS_FILE as PREPROCESSOR_FILE
+from keras_seq.text.preprocessor import VOCABULARY_FILE
 from keras_seq.text.translation_preprocessor import (
     SOURCE_VOCABULARY_FILE,
     TARGET_VOCABULARY_FILE,
 )
+from zoo.recipes.families import FAMILIES
 from zoo.recipes.inputs import UsageError
 
 MODEL_FILE = "model.keras"
@@ -75,14 +77,15 @@ METRICS_FILE = "metrics.json"
 EXPORT_DIR = "saved_model"
 BACKUP_DIR = "backup"
 AVERAGE_DIR = "average"
-# Written by `keras_seq.callbacks.checkpoint_callbacks`, which names them.
-CHECKPOINT_FILES = ("history.csv", "best.weights.h5")
+HISTORY_FILE = "history.csv"
+BEST_WEIGHTS_FILE = "best.weights.h5"
+CHECKPOINT_FILES = (HISTORY_FILE, BEST_WEIGHTS_FILE)
 
 
-# The translator's vocabularies and `preprocessor.json` are named by
-# `keras_seq.text.TranslationPreprocessor`, which saves them.
+# The vocabularies and `preprocessor.json` are named by the preprocessors of
+# `keras_seq.text`, which save them (`RunDir.save_preprocessor`).
 VOCABULARY_FILES = {
-    "text": "vocabulary.txt",
+    "text": VOCABULARY_FILE,
     "source": SOURCE_VOCABULARY_FILE,
     "target": TARGET_VOCABULARY_FILE,
 }
@@ -137,22 +140,13 @@ def check_writable(path, flag):
         ) from None
 
 
-def _read_settings(output_dir):
+def _read_json_object(path):
     try:
-        with open(os.path.join(output_dir, SETTINGS_FILE), encoding="utf-8") as file:
-            settings = json.load(file)
+        with open(path, encoding="utf-8") as file:
+            value = json.load(file)
     except (OSError, ValueError):
         return None
-    return settings if isinstance(settings, dict) else None
-
-
-def _finished_family(output_dir):
-    try:
-        with open(os.path.join(output_dir, RUN_FILE), encoding="utf-8") as file:
-            family = json.load(file).get("family")
-    except (OSError, ValueError, AttributeError):
-        family = None
-    return family if isinstance(family, str) else "model"
+    return value if isinstance(value, dict) else None
 
 
 def _differences(previous, settings):
@@ -163,15 +157,6 @@ def _differences(previous, settings):
     return ", ".join(
         f"{k} {previous.get(k)!r} there, {settings.get(k)!r} now" for k in changed
     )
-
-
-def _remove_run(output_dir):
-    for name in RUN_FILES:
-        path = os.path.join(output_dir, name)
-        if os.path.isfile(path):
-            os.remove(path)
-    for name in RUN_DIRS:
-        shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
 
 
 def _holder(path):
@@ -189,60 +174,313 @@ def _holder(path):
     return "a process that did not say which"
 
 
-def lock(output_dir, flag="--output-dir"):
-    """Makes this process the one run using `output_dir`, until `release`.
+class RunDir:
+    """A run directory: the one object that names, claims, writes and reads it.
 
-    The lock is `fcntl.flock`'s, which the kernel drops when the process
-    ends, so a run that was killed leaves no lock behind (only a stale
-    file, which the next run locks afresh). Locking again a directory
-    this process holds is a no-op.
+    Every file and folder of a run is a property here (`model_path`,
+    `history_path`, `backup_dir`, ...); the library's writers
+    (`keras_seq.callbacks.checkpoint_callbacks`, the preprocessors' `save`,
+    the plots) take the paths it gives them, and `run.json` is assembled
+    once, by `save`.
 
     Args:
-        output_dir: str, the directory (created if missing).
-        flag: str, the flag that named it.
+        path: str or `os.PathLike`, the directory (it need not exist yet).
 
-    Raises:
-        UsageError: when another live process holds the directory; the
-            message names it (pid, host, start time).
+    Example:
+
+    >>> run = RunDir("runs/demo")
+    >>> run.model_path
+    'runs/demo/model.keras'
     """
-    directory = os.path.realpath(output_dir)
-    if directory in _HELD:
-        return
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, LOCK_FILE)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+
+    def __init__(self, path):
+        if isinstance(path, RunDir):
+            path = path.path
+        self.path = os.fspath(path)
+
+    def __repr__(self):
+        return f"RunDir({self.path!r})"
+
+    def __fspath__(self):
+        return self.path
+
+    def _join(self, name):
+        return os.path.join(self.path, name)
+
+    model_path = property(lambda self: self._join(MODEL_FILE))
+    run_path = property(lambda self: self._join(RUN_FILE))
+    settings_path = property(lambda self: self._join(SETTINGS_FILE))
+    lock_path = property(lambda self: self._join(LOCK_FILE))
+    history_path = property(lambda self: self._join(HISTORY_FILE))
+    best_weights_path = property(lambda self: self._join(BEST_WEIGHTS_FILE))
+    backup_dir = property(lambda self: self._join(BACKUP_DIR))
+    average_dir = property(lambda self: self._join(AVERAGE_DIR))
+    curves_path = property(lambda self: self._join(CURVES_FILE))
+    attention_path = property(lambda self: self._join(ATTENTION_FILE))
+    metrics_path = property(lambda self: self._join(METRICS_FILE))
+    exports_dir = property(lambda self: self._join(EXPORT_DIR))
+    preprocessor_path = property(lambda self: self._join(PREPROCESSOR_FILE))
+
+    def vocabulary_path(self, key):
+        """The file of vocabulary `key` (`vocabulary_file`)."""
+        return self._join(vocabulary_file(key))
+
+    # Claiming.
+
+    def lock(self, flag="--output-dir"):
+        """Makes this process the one run using the directory, until `release`.
+
+        The lock is `fcntl.flock`'s, which the kernel drops when the process
+        ends, so a run that was killed leaves no lock behind (only a stale
+        file, which the next run locks afresh). Locking again a directory
+        this process holds is a no-op.
+
+        Args:
+            flag: str, the flag that named the directory.
+
+        Raises:
+            UsageError: when another live process holds the directory; the
+                message names it (pid, host, start time).
+        """
+        directory = os.path.realpath(self.path)
+        if directory in _HELD:
+            return
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, LOCK_FILE)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise UsageError(
+                    f"{flag} {self.path} is in use by another run "
+                    f"({_holder(path)}); wait for it to end, or choose another "
+                    f"{flag}."
+                ) from None
+            # The previous holder removes the file before it unlocks: a lock
+            # won on a removed file guards nothing, so such a lock is tried
+            # again.
+            try:
+                if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             os.close(fd)
-            raise UsageError(
-                f"{flag} {output_dir} is in use by another run "
-                f"({_holder(path)}); wait for it to end, or choose another "
-                f"{flag}."
-            ) from None
-        # The previous holder removes the file before it unlocks: a lock won
-        # on a removed file guards nothing, so such a lock is tried again.
+        started = datetime.datetime.now(datetime.timezone.utc)
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": started.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        }
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(holder).encode())
+        _HELD[directory] = fd
+
+    def release(self):
+        """Ends this process's hold on the directory; a no-op where it holds
+        none."""
+        _release(os.path.realpath(self.path))
+
+    def claim(self, settings, overwrite, flag="--output-dir"):
+        """Checks the directory and makes it the home of the run `settings`
+        describe.
+
+        Args:
+            settings: a JSON-serializable dict of what makes two runs the
+                same run (the family, data, preset, seed, vocabulary size,
+                ...; not `--epochs` or `--minutes`, which a resumed run may
+                change).
+            overwrite: bool, `--overwrite`: replace a finished run or another
+                run's backup.
+            flag: str, the flag that named the directory.
+
+        The directory stays locked (`lock`) until `release`, or until the
+        process ends.
+
+        Returns:
+            The number of epochs an interrupted run of the same settings
+            finished (training resumes after them), or 0 for a fresh start.
+
+        Raises:
+            UsageError: when the directory cannot be written, is in use by
+                another run, or holds a run that `overwrite` does not allow
+                to replace.
+        """
+        check_writable(self.path, flag)
+        self.lock(flag)
         try:
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-    started = datetime.datetime.now(datetime.timezone.utc)
-    holder = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "started": started.strftime("%Y-%m-%d %H:%M:%S UTC"),
-    }
-    os.ftruncate(fd, 0)
-    os.write(fd, json.dumps(holder).encode())
-    _HELD[directory] = fd
+            return self._claim_locked(settings, overwrite, flag)
+        except BaseException:
+            self.release()
+            raise
+
+    def _claim_locked(self, settings, overwrite, flag):
+        previous = _read_json_object(self.settings_path)
+        if os.path.isdir(self.backup_dir):
+            if previous == settings:
+                return finished_epochs(self.backup_dir)
+            if not overwrite:
+                raise UsageError(
+                    f"{flag} {self.path} holds the backup of an interrupted run "
+                    f"with other settings ({_differences(previous, settings)}); "
+                    f"pass --overwrite to discard it, or choose another {flag}."
+                )
+        elif os.path.isfile(self.run_path):
+            if not overwrite:
+                family = (_read_json_object(self.run_path) or {}).get("family")
+                family = family if isinstance(family, str) else "model"
+                raise UsageError(
+                    f"{flag} {self.path} holds a finished {family} run "
+                    f"({RUN_FILE}, {MODEL_FILE}); pass "
+                    f"--overwrite to replace it, or choose another {flag}."
+                )
+        if overwrite:
+            self._remove_run()
+        os.makedirs(self.path, exist_ok=True)
+        write_json(self.settings_path, settings)
+        return 0
+
+    def _remove_run(self):
+        for name in RUN_FILES:
+            if os.path.isfile(self._join(name)):
+                os.remove(self._join(name))
+        for name in RUN_DIRS:
+            shutil.rmtree(self._join(name), ignore_errors=True)
+
+    # Writing.
+
+    def checkpoint_callbacks(self, monitor="val_loss"):
+        """`keras_seq.callbacks.checkpoint_callbacks` writing this run's
+        history, backup and best weights."""
+        return checkpoint_callbacks(
+            self.path,
+            monitor,
+            history_path=self.history_path,
+            backup_dir=self.backup_dir,
+            best_weights_path=self.best_weights_path,
+        )
+
+    def write_vocabularies(self, vocabularies):
+        """Writes each vocabulary (a list of tokens) to its file.
+
+        Args:
+            vocabularies: dict of key (`vocabulary_file`'s) -> list of str.
+        """
+        os.makedirs(self.path, exist_ok=True)
+        for key, tokens in vocabularies.items():
+            text.save_vocabulary(tokens, self.vocabulary_path(key))
+
+    def save_preprocessor(self, preprocessor):
+        """Writes a `keras_seq.text` preprocessor: its vocabularies and
+        `preprocessor.json` (the names `VOCABULARY_FILES` and
+        `PREPROCESSOR_FILE` give)."""
+        os.makedirs(self.path, exist_ok=True)
+        preprocessor.save(self.path)
+
+    def save(self, family, model, run, vocabularies):
+        """Writes the model and `run.json`, the run's one record.
+
+        The vocabularies are written by the recipe before training
+        (`write_vocabularies`); `run.json` records their fingerprints, so
+        that a vocabulary of the same size from another run is refused when
+        the directory loads.
+
+        Args:
+            family: str, the family's name.
+            model: the trained `keras.Model`.
+            run: a JSON-serializable dict (data, settings, test figures).
+            vocabularies: tuple of the family's vocabulary keys.
+
+        Returns:
+            The dict written to `run.json`.
+        """
+        paths = (self.vocabulary_path(key) for key in vocabularies)
+        fingerprints = {
+            os.path.basename(path): fingerprint(path)
+            for path in paths
+            if os.path.isfile(path)
+        }
+        model.save(self.model_path)
+        run = {"family": family, **run, "vocabulary_sha256": fingerprints}
+        write_json(self.run_path, run)
+        return run
+
+    def write_metrics(self, metrics):
+        """Writes the demo's `metrics.json`."""
+        write_json(self.metrics_path, metrics)
+
+    def next_export_version(self):
+        """The base of the exported versions, and the next version number
+        (1 + the largest there)."""
+        root = self.exports_dir
+        existing = os.listdir(root) if os.path.isdir(root) else []
+        return root, 1 + max([int(v) for v in existing if v.isdigit()], default=0)
+
+    # Reading.
+
+    def check_files(self):
+        """Refuses a directory without `run.json` or `model.keras`.
+
+        Raises:
+            ValueError: naming the missing file.
+        """
+        for name in (RUN_FILE, MODEL_FILE):
+            if not os.path.isfile(self._join(name)):
+                raise ValueError(
+                    f"{self.path} has no {name}; expected a model directory "
+                    "written by `keras-seq train` or `keras-seq demo`."
+                )
+
+    def read_run(self, families=None):
+        """The contents of `run.json`.
+
+        Args:
+            families: the family names a `run.json` may hold (None: those
+                of `zoo.recipes.families`).
+
+        Raises:
+            ValueError: when it is not a JSON object naming one of
+                `families`.
+        """
+        run_path = self.run_path
+        try:
+            with open(run_path, encoding="utf-8") as file:
+                run = json.load(file)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{run_path} is not a JSON file: {error}") from None
+        if not isinstance(run, dict):
+            raise ValueError(
+                f"{run_path} must hold a JSON object with a `family`; received "
+                f"a {type(run).__name__}."
+            )
+        families = FAMILIES if families is None else families
+        if run.get("family") not in families:
+            raise ValueError(
+                f"{run_path}: `family` must be one of {tuple(families)}; "
+                f"received {run.get('family')!r}."
+            )
+        return run
+
+    def load_model(self):
+        """The model of `model.keras`, loaded in Keras' safe mode.
+
+        Raises:
+            ValueError: naming the file, when it is not a whole `.keras`
+                archive or holds what safe mode refuses.
+        """
+        zoo.load_models()
+        try:
+            return keras.saving.load_model(self.model_path, safe_mode=True)
+        except ValueError as error:
+            message = str(error).strip().splitlines()[0]
+            if message.startswith("File not found"):
+                # Keras says so of any file that is not a whole zip archive.
+                message = "not a whole .keras archive (truncated, or another format)"
+            raise ValueError(f"{self.model_path}: {message}") from None
 
 
-def release(output_dir):
-    """Ends this process's hold on `output_dir`; a no-op where it holds none."""
-    directory = os.path.realpath(output_dir)
+def _release(directory):
     fd = _HELD.pop(directory, None)
     if fd is None:
         return
@@ -255,67 +493,7 @@ def release(output_dir):
 @atexit.register
 def _release_all():
     for directory in list(_HELD):
-        release(directory)
-
-
-def claim(output_dir, settings, overwrite, flag="--output-dir"):
-    """Checks `output_dir` and makes it the home of the run `settings` describe.
-
-    Args:
-        output_dir: str, the directory.
-        settings: a JSON-serializable dict of what makes two runs the same
-            run (the family, data, preset, seed, vocabulary size, ...; not
-            `--epochs` or `--minutes`, which a resumed run may change).
-        overwrite: bool, `--overwrite`: replace a finished run or another
-            run's backup.
-        flag: str, the flag that named `output_dir`.
-
-    The directory stays locked (`lock`) until `release`, or until the
-    process ends.
-
-    Returns:
-        The number of epochs an interrupted run of the same settings
-        finished (training resumes after them), or 0 for a fresh start.
-
-    Raises:
-        UsageError: when the directory cannot be written, is in use by
-            another run, or holds a run that `overwrite` does not allow to
-            replace.
-    """
-    check_writable(output_dir, flag)
-    lock(output_dir, flag)
-    try:
-        return _claim_locked(output_dir, settings, overwrite, flag)
-    except BaseException:
-        release(output_dir)
-        raise
-
-
-def _claim_locked(output_dir, settings, overwrite, flag):
-    backup = os.path.join(output_dir, BACKUP_DIR)
-    previous = _read_settings(output_dir)
-    if os.path.isdir(backup):
-        if previous == settings:
-            return finished_epochs(backup)
-        if not overwrite:
-            raise UsageError(
-                f"{flag} {output_dir} holds the backup of an interrupted run "
-                f"with other settings ({_differences(previous, settings)}); "
-                f"pass --overwrite to discard it, or choose another {flag}."
-            )
-    elif os.path.isfile(os.path.join(output_dir, RUN_FILE)):
-        if not overwrite:
-            family = _finished_family(output_dir)
-            raise UsageError(
-                f"{flag} {output_dir} holds a finished {family} run "
-                f"({RUN_FILE}, {MODEL_FILE}); pass "
-                f"--overwrite to replace it, or choose another {flag}."
-            )
-    if overwrite:
-        _remove_run(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    write_json(os.path.join(output_dir, SETTINGS_FILE), settings)
-    return 0
+        _release(directory)
 
 
 def write_json(path, value):
@@ -329,109 +507,3 @@ def fingerprint(path):
     """The SHA-256 of a vocabulary file's bytes (its tokens, in order)."""
     with open(path, "rb") as file:
         return hashlib.sha256(file.read()).hexdigest()
-
-
-def write_vocabularies(output_dir, vocabularies):
-    """Writes each vocabulary (a list of tokens) to its file.
-
-    Args:
-        output_dir: str, an existing directory.
-        vocabularies: dict of key (`vocabulary_file`'s) -> list of str.
-    """
-    for key, tokens in vocabularies.items():
-        text.save_vocabulary(tokens, os.path.join(output_dir, vocabulary_file(key)))
-
-
-def save(output_dir, family, model, run, vocabularies):
-    """Writes the model and `run.json` into a run directory.
-
-    The vocabularies are written by the recipe before training
-    (`write_vocabularies`); `run.json` records their fingerprints, so that
-    a vocabulary of the same size from another run is refused when the
-    directory loads.
-
-    Args:
-        output_dir: str, an existing directory.
-        family: str, the family's name.
-        model: the trained `keras.Model`.
-        run: a JSON-serializable dict (data, settings, test figures).
-        vocabularies: tuple of the family's vocabulary keys.
-    """
-    names = (vocabulary_file(key) for key in vocabularies)
-    fingerprints = {
-        name: fingerprint(os.path.join(output_dir, name))
-        for name in names
-        if os.path.isfile(os.path.join(output_dir, name))
-    }
-    model.save(os.path.join(output_dir, MODEL_FILE))
-    run = {"family": family, **run, "vocabulary_sha256": fingerprints}
-    write_json(os.path.join(output_dir, RUN_FILE), run)
-
-
-def check_files(model_dir):
-    """Refuses a directory without `run.json` or `model.keras`.
-
-    Raises:
-        ValueError: naming the missing file.
-    """
-    for name in (RUN_FILE, MODEL_FILE):
-        if not os.path.isfile(os.path.join(model_dir, name)):
-            raise ValueError(
-                f"{model_dir} has no {name}; expected a model directory "
-                "written by `keras-seq train` or `keras-seq demo`."
-            )
-
-
-def read_run(model_dir, families):
-    """The contents of `run.json`.
-
-    Args:
-        model_dir: str, the directory.
-        families: the family names a `run.json` may hold.
-
-    Raises:
-        ValueError: when it is not a JSON object naming one of `families`.
-    """
-    run_path = os.path.join(model_dir, RUN_FILE)
-    try:
-        with open(run_path, encoding="utf-8") as file:
-            run = json.load(file)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{run_path} is not a JSON file: {error}") from None
-    if not isinstance(run, dict):
-        raise ValueError(
-            f"{run_path} must hold a JSON object with a `family`; received "
-            f"a {type(run).__name__}."
-        )
-    if run.get("family") not in families:
-        raise ValueError(
-            f"{run_path}: `family` must be one of {tuple(families)}; received "
-            f"{run.get('family')!r}."
-        )
-    return run
-
-
-def load_model(model_dir):
-    """The model of `model.keras`, loaded in Keras' safe mode.
-
-    Raises:
-        ValueError: naming the file, when it is not a whole `.keras` archive
-            or holds what safe mode refuses.
-    """
-    model_path = os.path.join(model_dir, MODEL_FILE)
-    try:
-        return keras.saving.load_model(model_path, safe_mode=True)
-    except ValueError as error:
-        message = str(error).strip().splitlines()[0]
-        if message.startswith("File not found"):
-            # Keras says so of any file that is not a whole zip archive.
-            message = "not a whole .keras archive (truncated, or another format)"
-        raise ValueError(f"{model_path}: {message}") from None
-
-
-def next_export_version(output_dir):
-    """The base of the exported versions in `output_dir`, and the next
-    version number (1 + the largest there)."""
-    root = os.path.join(output_dir, EXPORT_DIR)
-    existing = os.listdir(root) if os.path.isdir(root) else []
-    return root, 1 + max([int(v) for v in existing if v.isdigit()], default=0)

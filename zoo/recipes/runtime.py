@@ -24,9 +24,7 @@ import keras
 import tensorflow as tf
 
 from zoo.recipes.allocator import tune_allocator  # noqa: F401  (re-exported)
-
-STRATEGIES = ("none", "mirrored", "multi-worker")
-PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+from zoo.recipes.settings import PRECISIONS, STRATEGIES  # noqa: F401
 
 
 def make_strategy(name):

@@ -150,12 +150,15 @@ class LanguageModelSettings(TrainingSettings):
         batch_size: int.
         warmup_steps: int, of the inverse-square-root schedule.
         learning_rate_scale: float, multiplies the learning rate.
+        max_length: int or None, the longest text (prompt and continuation)
+            of a model without a limit of its own; None: the model's.
     """
 
     sequence_length: int = 128
     batch_size: int = 32
     warmup_steps: int = 400
     learning_rate_scale: float = 1.0
+    max_length: int | None = None
 
 
 # "low-resource" applies the regularisers that matter on a corpus of ~16k
@@ -191,3 +194,66 @@ def described(settings):
         for f in dataclasses.fields(settings)
         if f.name != "recipe" and getattr(settings, f.name) != getattr(default, f.name)
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateSettings:
+    """How `generate` samples a language model's continuation.
+
+    Attributes:
+        max_new_tokens: int or None, the most new tokens (None: as many as
+            the model's `max_length` leaves).
+        top_k: int, the sampler's k.
+        top_p: float in (0, 1] or None, the sampler's nucleus.
+        seed: int, of the sampler: a prompt and a seed give one text.
+    """
+
+    max_new_tokens: int | None = None
+    top_k: int = 20
+    top_p: float | None = None
+    seed: int = 0
+
+
+# How a run uses the machine (`keras-seq train --strategy/--precision`).
+STRATEGIES = ("none", "mirrored", "multi-worker")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeSettings:
+    """How a run uses the machine; none of it changes what the run is but
+    `precision`.
+
+    Attributes:
+        strategy: str, one of `STRATEGIES`.
+        precision: str, one of `PRECISIONS`.
+        deterministic: bool, TensorFlow op determinism.
+    """
+
+    strategy: str = "none"
+    precision: str = "float32"
+    deterministic: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeSettings:
+    """`keras-seq serve`'s options (`zoo.serving.serve`'s defaults).
+
+    Attributes:
+        host: str, the address to bind.
+        port: int, the port to bind.
+        max_batch_size: int, the most examples of concurrent requests
+            merged into one model call.
+        batch_timeout_micros: int, the longest a batch waits for more
+            requests (0: only those waiting).
+        max_body_bytes: int, larger request bodies are refused (HTTP 413).
+        request_timeout: float, seconds a client may stall while sending a
+            request (then HTTP 408).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8501
+    max_batch_size: int = 32
+    batch_timeout_micros: int = 0
+    max_body_bytes: int = 1 << 20
+    request_timeout: float = 10.0

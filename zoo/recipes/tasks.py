@@ -1,10 +1,12 @@
 """Training recipes for the encoder- and decoder-only models.
 
 Each recipe trains a WordPiece vocabulary on the training split, builds the
-model from a preset, fits it on a `tf.data` pipeline with a wall-clock
-budget and resumable checkpoints, and returns a typed result (the model,
-the tokenizer and its figures); `run_*` is what `keras-seq train` runs,
-`evaluate_*` what `keras-seq evaluate` runs:
+model from a preset, makes its preprocessor (`keras_seq.text`: the one
+place its text becomes ids, saved with the run), fits the model on the
+preprocessor's `tf.data` pipeline with a wall-clock budget and resumable
+checkpoints, and returns a typed result (the model, the preprocessor and
+its figures); `run_*` is what `keras-seq train` runs, `evaluate_*` what
+`keras-seq evaluate` runs:
 
 - `train_classifier`: sentiment (or any labelled text), test accuracy.
 - `train_language_model`: a causal Transformer, validation and test
@@ -20,7 +22,7 @@ import keras
 import numpy as np
 
 from keras_seq import text
-from keras_seq.callbacks import ShuffleEpoch, TimeBudget, checkpoint_callbacks
+from keras_seq.callbacks import ShuffleEpoch, TimeBudget
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
@@ -29,18 +31,21 @@ from zoo.recipes import run_dir, runtime
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import (
     ClassifierSettings,
+    GenerateSettings,
     LanguageModelSettings,
     MaskedLanguageModelSettings,
 )
-from zoo.recipes.translation import tokenize_to_lists
 
 # The sampler's k when none is named: `generate`'s, and the sample printed
 # after training a language model.
-SAMPLE_TOP_K = 20
+SAMPLE_TOP_K = GenerateSettings.top_k
 
 
 def _start(texts, output_dir, seed, vocabulary_size, verbose):
-    """Seeds the run; trains and saves `vocabulary.txt`; its tokenizer."""
+    """Seeds the run and trains the vocabulary; its tokenizer.
+
+    The preprocessor made from it saves it (`Preprocessor.save`).
+    """
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
     if verbose:
@@ -49,7 +54,6 @@ def _start(texts, output_dir, seed, vocabulary_size, verbose):
             flush=True,
         )
     vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
-    run_dir.write_vocabularies(output_dir, {"text": vocabulary})
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
@@ -66,7 +70,9 @@ def _fit(model, datasets, epochs, output_dir, minutes, shuffle_epoch, **options)
     callbacks = [
         TimeBudget(minutes),
         shuffle_epoch,
-        *checkpoint_callbacks(output_dir, options.get("monitor", "val_loss")),
+        *run_dir.RunDir(output_dir).checkpoint_callbacks(
+            options.get("monitor", "val_loss")
+        ),
     ]
     # The datasets shuffle themselves; `shuffle=False` says so to Keras.
     return model.fit(
@@ -145,15 +151,20 @@ class OneVocabularyResult:
 
     Attributes:
         model: the `keras.Model`.
-        tokenizer: the tokenizer of its vocabulary.
+        preprocessor: its `keras_seq.text` preprocessor.
         history: Keras' dict of per-epoch figures.
     """
 
     model: keras.Model
-    tokenizer: object
+    preprocessor: object
     history: dict
 
     notes = ()  # Lines printed after the summary.
+
+    @property
+    def tokenizer(self):
+        """The tokenizer of its vocabulary."""
+        return self.preprocessor.tokenizer
 
     @property
     def tokenizers(self):
@@ -219,13 +230,14 @@ def train_classifier(
             num_classes=num_classes, **settings.overrides,
         )  # fmt: skip
     max_length = min(settings.max_length, model.get_config()["max_length"])
+    preprocessor = text.ClassificationPreprocessor(tokenizer, max_length)
+    run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(pairs, shuffle=False):
-        return text.make_classification_dataset(
-            [t for t, _ in pairs], [label for _, label in pairs], tokenizer,
-            max_length, batch_size, shuffle=shuffle, seed=seed,
-            epoch=shuffle_epoch.epoch,
+        return preprocessor.dataset(
+            [t for t, _ in pairs], [label for _, label in pairs], batch_size,
+            shuffle=shuffle, seed=seed, epoch=shuffle_epoch.epoch,
         )  # fmt: skip
 
     model.compile(
@@ -238,9 +250,9 @@ def train_classifier(
         model, datasets, settings.epochs, output_dir, settings.minutes,
         shuffle_epoch, verbose=verbose, strategy=strategy, monitor="val_accuracy",
     )  # fmt: skip
-    model.load_weights(os.path.join(output_dir, run_dir.CHECKPOINT_FILES[1]))
+    model.load_weights(run_dir.RunDir(output_dir).best_weights_path)
     _, accuracy = model.evaluate(dataset(corpus.test), verbose=0)
-    return ClassifierResult(model, tokenizer, history, float(accuracy), max_length)
+    return ClassifierResult(model, preprocessor, history, float(accuracy), max_length)
 
 
 def evaluate_classifier(trained, corpus, settings):
@@ -251,14 +263,17 @@ def evaluate_classifier(trained, corpus, settings):
     return {"test_accuracy": float((probabilities.argmax(-1) == labels).mean())}
 
 
-def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
+def classify_texts(model, preprocessor, texts, batch_size=64):
     """Class probabilities of Python strings.
+
+    The texts become ids by `preprocessor.batches` (cut and padded to its
+    `max_length`; a `TruncationWarning` says how many were cut), as in
+    training and in the exported graph.
 
     Args:
         model: a model of `zoo.build_classifier`.
-        tokenizer: the tokenizer of its vocabulary.
+        preprocessor: its `keras_seq.text.ClassificationPreprocessor`.
         texts: list of str.
-        max_length: int, texts are truncated to this many tokens.
         batch_size: int.
 
     Returns:
@@ -268,10 +283,7 @@ def classify_texts(model, tokenizer, texts, max_length, batch_size=64):
         TypeError: when `texts` is one str, not a list of str.
     """
     texts = check_text_list(texts)
-    data = text.make_classification_dataset(
-        texts, np.zeros(len(texts), "int32"), tokenizer, max_length, batch_size
-    )
-    logits = model.predict(data.map(lambda x, y: x), verbose=0)
+    logits = model.predict(preprocessor.batches(texts, batch_size), verbose=0)
     return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
 
@@ -312,10 +324,22 @@ class LanguageModelResult(OneVocabularyResult):
         return (f"sample: {self.sample}",)
 
 
+def warmup_adam(model, settings):
+    """The Transformer's optimizer: Adam(0.9, 0.98, 1e-9) on the
+    inverse-square-root warm-up of Vaswani et al. (2017), Eq. (3)."""
+    schedule = InverseSquareRootWarmup(
+        model.get_config()["model_dim"],
+        settings.warmup_steps,
+        scale=settings.learning_rate_scale,
+    )
+    return keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9)
+
+
 def train_language_model(
-    corpus, output_dir, settings=None, *, verbose=1, strategy=None, **changes
-):
-    """Trains `zoo.build_language_model` on a `TextCorpus` (lines of text).
+    corpus, output_dir, settings=None, *, verbose=1, strategy=None,
+    builder=build_language_model, optimizer=warmup_adam, **changes,
+):  # fmt: skip
+    """Trains a language model on a `TextCorpus` (lines of text).
 
     Args:
         corpus: an object with `train`, `validation` and `test` lists of
@@ -324,6 +348,9 @@ def train_language_model(
         settings: a `LanguageModelSettings`, or None for its defaults.
         verbose: int, Keras' progress display.
         strategy: a `tf.distribute` strategy or None.
+        builder: the builder, `zoo.build_language_model` or another causal
+            model's taking a preset and `vocabulary_size`.
+        optimizer: `(model, settings) -> keras.optimizers.Optimizer`.
         **changes: settings over `settings`, and builder arguments over the
             preset.
 
@@ -336,24 +363,26 @@ def train_language_model(
         corpus.train, output_dir, seed, settings.vocabulary_size, verbose
     )
     with runtime.scope(strategy):
-        model = build_language_model(
+        model = builder(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
-    config = model.get_config()
-    sequence_length = min(settings.sequence_length, config["max_length"])
+    # A model without a length limit of its own (a recurrent one) takes
+    # the recipe's `max_length` for its texts.
+    max_length = model.get_config().get("max_length") or settings.max_length
+    sequence_length = min(settings.sequence_length, max_length)
+    preprocessor = text.LanguageModelPreprocessor(
+        tokenizer, max_length, sequence_length
+    )
+    run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(lines, shuffle=False):
-        return text.make_language_model_dataset(
-            lines, tokenizer, sequence_length, batch_size, shuffle=shuffle,
-            seed=seed, epoch=shuffle_epoch.epoch,
-        )  # fmt: skip
+        return preprocessor.dataset(
+            lines, batch_size, shuffle=shuffle, seed=seed, epoch=shuffle_epoch.epoch
+        )
 
-    schedule = InverseSquareRootWarmup(
-        config["model_dim"], settings.warmup_steps, scale=settings.learning_rate_scale
-    )
     model.compile(
-        optimizer=keras.optimizers.Adam(schedule, 0.9, 0.98, 1e-9),
+        optimizer=optimizer(model, settings),
         loss=MaskedSparseCategoricalCrossentropy(),
         metrics=[MaskedAccuracy()],
     )
@@ -365,27 +394,35 @@ def train_language_model(
     validation_loss = model.evaluate(dataset(corpus.validation), verbose=0)[0]
     test_loss = model.evaluate(dataset(corpus.test), verbose=0)[0]
     return LanguageModelResult(
-        model, tokenizer, history, math.exp(validation_loss), math.exp(test_loss),
-        sequence_length,
+        model, preprocessor, history, math.exp(validation_loss),
+        math.exp(test_loss), sequence_length,
     )  # fmt: skip
 
 
-def generate_text(model, tokenizer, prompt, max_new_tokens, top_k, top_p, seed):
+def generate_text(model, preprocessor, prompt, max_new_tokens, top_k, top_p, seed):
     """Samples a continuation of one `prompt` (top-k, or top-p).
 
-    Training lines end with [END]; sampling runs past it, so the text may
-    span several lines, joined by " / ".
+    The prompt becomes ids by `preprocessor.prompt_ids`, the rule of the
+    exported graph too: it keeps its last `max_length - max_new_tokens`
+    tokens (a `TruncationWarning` says so) and a blank prompt starts from
+    `[START]`. Training lines end with [END]; sampling runs past it, so the
+    text may span several lines, joined by " / ".
+
+    Args:
+        model: a model of `zoo.build_language_model`.
+        preprocessor: its `keras_seq.text.LanguageModelPreprocessor`.
+        prompt: str.
+        max_new_tokens: int, or None for all the room the prompt leaves.
+        top_k, top_p, seed: of the sampler.
 
     Returns:
         str, the prompt and its continuation.
     """
-    ids = tokenize_to_lists(tokenizer, [prompt])[0] or [text.START_ID]
-    limit = model.get_config()["max_length"]
-    ids = ids[-(limit - 1) :]  # Room for at least one new token.
-    room = limit - len(ids)
+    ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
+    room = preprocessor.max_length - len(ids)
     new = model.generate(
         np.asarray([ids], "int32"),
-        max_new_tokens=min(max_new_tokens or room, room),
+        max_new_tokens=max_new_tokens or room,
         strategy="sample",
         top_k=top_k,
         top_p=top_p,
@@ -400,7 +437,7 @@ def generate_text(model, tokenizer, prompt, max_new_tokens, top_k, top_p, seed):
             line = []
         elif token != text.START_ID:
             line.append(token)
-    decoded = text.detokenize(tokenizer, [row or [0] for row in lines])
+    decoded = preprocessor.detokenize([row or [0] for row in lines])
     return " / ".join(line for line in decoded if line)
 
 
@@ -411,13 +448,8 @@ def _masked_loss(model, dataset):
 
 def evaluate_language_model(trained, corpus, settings):
     """Test perplexity of a trained model directory's language model, on
-    windows of the length it was trained on."""
-    dataset = text.make_language_model_dataset(
-        corpus.test,
-        trained.tokenizers["text"],
-        trained.run.get("sequence_length", settings.sequence_length),
-        settings.batch_size,
-    )
+    windows of the length it was trained on (its preprocessor's)."""
+    dataset = trained.preprocessor.dataset(corpus.test, settings.batch_size)
     return {"test_perplexity": math.exp(_masked_loss(trained.model, dataset))}
 
 
@@ -470,13 +502,14 @@ def train_masked_language_model(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     max_length = model.get_config()["max_length"]
+    preprocessor = text.MaskedLanguageModelPreprocessor(tokenizer, max_length)
+    run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     shuffle_epoch = ShuffleEpoch()
 
     def dataset(texts, shuffle=False):
-        return text.make_masked_language_model_dataset(
-            texts, tokenizer, max_length, batch_size, seed=seed, shuffle=shuffle,
-            epoch=shuffle_epoch.epoch,
-        )  # fmt: skip
+        return preprocessor.dataset(
+            texts, batch_size, seed=seed, shuffle=shuffle, epoch=shuffle_epoch.epoch
+        )
 
     model.compile(
         optimizer=keras.optimizers.AdamW(settings.learning_rate, weight_decay=0.01),
@@ -490,18 +523,12 @@ def train_masked_language_model(
     )  # fmt: skip
     _, accuracy = model.evaluate(dataset(validation), verbose=0)
     return MaskedLanguageModelResult(
-        model, tokenizer, history, float(accuracy), max_length
+        model, preprocessor, history, float(accuracy), max_length
     )
 
 
 def evaluate_masked_language_model(trained, corpus, settings):
     """Test masked-token loss of a trained model directory's masked
     language model."""
-    model = trained.model
-    dataset = text.make_masked_language_model_dataset(
-        corpus.test,
-        trained.tokenizers["text"],
-        model.get_config()["max_length"],
-        settings.batch_size,
-    )
-    return {"test_masked_loss": _masked_loss(model, dataset)}
+    dataset = trained.preprocessor.dataset(corpus.test, settings.batch_size)
+    return {"test_masked_loss": _masked_loss(trained.model, dataset)}

@@ -23,7 +23,6 @@ from keras_seq.callbacks import (
     EmaWeights,
     ShuffleEpoch,
     TimeBudget,
-    checkpoint_callbacks,
 )
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
@@ -64,7 +63,9 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
         source = text.train_wordpiece_vocabulary([s for s, _ in pairs], vocabulary_size)
         target = text.train_wordpiece_vocabulary([t for _, t in pairs], vocabulary_size)
     if output_dir:
-        run_dir.write_vocabularies(output_dir, {"source": source, "target": target})
+        run_dir.RunDir(output_dir).write_vocabularies(
+            {"source": source, "target": target}
+        )
     return source, target
 
 
@@ -332,7 +333,7 @@ def train_translator(
         max_length=getattr(model, "max_length", None),
         bucket_boundaries=text.default_bucket_boundaries(max_length),
     )
-    preprocessor.save(output_dir)
+    run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     fitted = _fit_translator(
         model, preprocessor, corpus, output_dir, settings.batch_tokens,
         seed=settings.seed, epochs=settings.epochs, minutes=settings.minutes,
@@ -374,7 +375,7 @@ def _fit_translator(
         # Its copies live beside the backup, so a resumed run averages the
         # same epochs.
         averaging = AverageLastEpochs(
-            average_last_epochs, os.path.join(output_dir, "average")
+            average_last_epochs, run_dir.RunDir(output_dir).average_dir
         )
     callbacks = [
         budget,
@@ -392,7 +393,7 @@ def _fit_translator(
             else []
         ),
         shuffle_epoch,
-        *checkpoint_callbacks(output_dir),
+        *run_dir.RunDir(output_dir).checkpoint_callbacks(),
     ]
     train_data = runtime.for_workers(train_data, strategy)
     validation_data = runtime.for_workers(validation_data, strategy, shard=False)
@@ -490,7 +491,7 @@ def run_translator(
     plots.plot_learning_curves(
         result.history,
         result.bleu_history,
-        os.path.join(output_dir, run_dir.CURVES_FILE),
+        run_dir.RunDir(output_dir).curves_path,
     )
     widths = [settings.beam_width]
     if settings.greedy_bleu and settings.beam_width != 1:

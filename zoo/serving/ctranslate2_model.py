@@ -396,7 +396,7 @@ def main(argv):
 def serve_command(args):
     """`keras-seq serve --ctranslate2 DIR`: serves until SIGTERM; the status."""
     from zoo import serving
-    from zoo.serving.flags import usage_message
+    from zoo.serving import flags
 
     path = os.path.normpath(args.ctranslate2)
     name = args.model_name or os.path.basename(os.path.abspath(path)) or "model"
@@ -406,23 +406,17 @@ def serve_command(args):
             1,
             name,
             log=lambda line: print(line, flush=True),
-            host=args.host,
-            port=args.port,
-            max_batch_size=args.max_batch_size,
-            batch_timeout_micros=args.batch_timeout_micros,
-            max_body_bytes=args.max_body_bytes,
-            request_timeout=args.request_timeout,
+            **flags.server_options(args),
             servable_class=CTranslate2Servable,
         )
     except ValueError as error:
-        print(f"keras-seq: {usage_message(error)}", file=sys.stderr)
+        print(f"keras-seq: {flags.usage_message(error)}", file=sys.stderr)
     except LoadError as error:
         print(f"keras-seq: --ctranslate2 {args.ctranslate2}: {error}", file=sys.stderr)
     except OSError as error:
         reason = error.strerror or str(error)
         print(
-            f"keras-seq: --host {args.host} --port {args.port}: cannot listen "
-            f"there ({reason})",
+            f"keras-seq: {flags.address(args)}: cannot listen there ({reason})",
             file=sys.stderr,
         )
     finally:

@@ -1,13 +1,42 @@
 """The flags of `keras-seq serve`, shared by the SavedModel and CTranslate2
-command lines (the second runs without TensorFlow, so they live here)."""
+command lines (the second runs without TensorFlow, so they live here).
+
+Each server flag defaults to None and, left out, takes the value of
+`zoo.recipes.settings.ServeSettings`, which `ModelServer` defaults to and
+the help shows.
+"""
+
+from zoo.recipes.settings import ServeSettings
 
 OPTIONS = (
     "model_name",
+    "host",
     "port",
     "max_batch_size",
     "batch_timeout_micros",
     "max_body_bytes",
     "request_timeout",
+)
+
+_FLAGS = (
+    ("--host", str, "the address to bind"),
+    ("--port", int, "the port to bind"),
+    (
+        "--max-batch-size",
+        int,
+        "the most examples of concurrent requests merged into one model call",
+    ),
+    (
+        "--batch-timeout-micros",
+        int,
+        "the longest a batch waits for more requests (0: only those waiting)",
+    ),
+    ("--max-body-bytes", int, "larger request bodies are refused (HTTP 413)"),
+    (
+        "--request-timeout",
+        float,
+        "seconds a client may stall while sending a request (then HTTP 408)",
+    ),
 )
 
 
@@ -25,32 +54,28 @@ def add_server_arguments(parser):
         default=None,
         help="NAME in /v1/models/NAME; None: the base directory's name",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="the address to bind")
-    parser.add_argument("--port", type=int, default=8501, help="the port to bind")
-    parser.add_argument(
-        "--max-batch-size",
-        type=int,
-        default=32,
-        help="the most examples of concurrent requests merged into one model call",
-    )
-    parser.add_argument(
-        "--batch-timeout-micros",
-        type=int,
-        default=0,
-        help="the longest a batch waits for more requests (0: only those waiting)",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1 << 20,
-        help="larger request bodies are refused (HTTP 413)",
-    )
-    parser.add_argument(
-        "--request-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a client may stall while sending a request (then HTTP 408)",
-    )
+    defaults = ServeSettings()
+    for flag, kind, words in _FLAGS:
+        default = getattr(defaults, flag[2:].replace("-", "_"))
+        parser.add_argument(
+            flag, type=kind, default=None, help=f"{words} (default: {default})"
+        )
+
+
+def server_options(args):
+    """The server flags given (not None), as `ModelServer`'s arguments."""
+    return {
+        option: getattr(args, option)
+        for option in OPTIONS[1:]
+        if getattr(args, option) is not None
+    }
+
+
+def address(args):
+    """`--host H --port P` as the server binds them, for messages."""
+    host = ServeSettings.host if args.host is None else args.host
+    port = ServeSettings.port if args.port is None else args.port
+    return f"--host {host} --port {port}"
 
 
 def usage_message(error):

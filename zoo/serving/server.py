@@ -21,6 +21,7 @@ import re
 import threading
 from http import HTTPStatus
 
+from zoo.recipes.settings import ServeSettings
 from zoo.serving import page
 from zoo.serving.batching import Batcher
 from zoo.serving.rest import RequestError, format_outputs, parse_predict
@@ -28,6 +29,8 @@ from zoo.serving.rest import RequestError, format_outputs, parse_predict
 PREDICT = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?:(\w+)", re.IGNORECASE)
 NAME = re.compile(r"[^/:?#\s]+")
 MODEL = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+))?(/metadata)?", re.I)
+
+_DEFAULTS = ServeSettings()
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
@@ -171,12 +174,12 @@ class ModelServer:
         path,
         version,
         model_name,
-        host="127.0.0.1",
-        port=8501,
-        max_batch_size=32,
-        batch_timeout_micros=0,
-        max_body_bytes=1 << 20,
-        request_timeout=10.0,
+        host=_DEFAULTS.host,
+        port=_DEFAULTS.port,
+        max_batch_size=_DEFAULTS.max_batch_size,
+        batch_timeout_micros=_DEFAULTS.batch_timeout_micros,
+        max_body_bytes=_DEFAULTS.max_body_bytes,
+        request_timeout=_DEFAULTS.request_timeout,
         servable_class=None,
     ):
         for name, value, low in (

@@ -17,4 +17,4 @@ def test_a_bad_run_json_names_the_flag(tmp_path):
     run_dir.write_json(tmp_path / run_dir.RUN_FILE, ["not", "an", "object"])
     (tmp_path / run_dir.MODEL_FILE).write_bytes(b"")
     with pytest.raises(UsageError, match=r"^--model-dir .*run.json must hold a JSON"):
-        load_model_dir(str(tmp_path), ("classifier",), "classify")
+        load_model_dir(str(tmp_path), "classify")

@@ -1,5 +1,8 @@
 """`zoo.cli.main`: the parser built from the command modules, and errors."""
 
+import subprocess
+import sys
+
 from tests.zoo.conftest import run_cli
 from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, main
 
@@ -27,3 +30,75 @@ def test_unknown_command_exits_nonzero():
     result = run_cli("fly", in_process=True)
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_help_version_and_presets_start_without_keras():
+    """`--help`, `--version`, `presets` and every `COMMAND --help` build the
+    parser from light modules: neither Keras nor TensorFlow is imported."""
+    names = [m.__name__.rsplit(".", 1)[-1] for m in COMMANDS]
+    code = f"""
+import contextlib, io, sys
+from zoo.cli.main import main
+helps = [[name, "--help"] for name in {names!r}]
+for argv in [["--help"], ["--version"], ["presets"], *helps]:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+    assert out.getvalue(), argv
+print(sorted({{"keras", "tensorflow", "jax", "torch", "keras_seq"}} & set(sys.modules)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def _settings_of_commands():
+    """The settings each command's flags take their defaults from."""
+    from zoo.recipes import settings
+    from zoo.recipes.families import FAMILIES
+
+    recipes = [r.default_settings() for r in FAMILIES.values()]
+    return {
+        "train": [*recipes, settings.RuntimeSettings()],
+        "demo": [settings.DEMO],
+        "evaluate": [settings.TranslatorSettings()],
+        "translate": [settings.TranslatorSettings()],
+        "generate": [settings.GenerateSettings()],
+        "serve": [settings.ServeSettings()],
+    }
+
+
+# Flags whose setting is named otherwise.
+_SETTING_OF_FLAG = {"average_epochs": "average_last_epochs"}
+
+
+def test_every_flag_with_a_setting_defaults_to_none_and_shows_the_setting():
+    """A flag left out takes the recipe's setting (each default written once,
+    in `zoo.recipes.settings`), and its help shows that value."""
+    import dataclasses
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    checked = []
+    for command, values in _settings_of_commands().items():
+        for action in commands[command]._actions:
+            name = _SETTING_OF_FLAG.get(action.dest, action.dest)
+            owners = [
+                v for v in values if name in {f.name for f in dataclasses.fields(v)}
+            ]
+            # `--set` adds builder arguments to the recipe's, not a default.
+            if not owners or action.dest in ("help", "overrides"):
+                continue
+            checked.append(f"{command} {action.option_strings[0]}")
+            assert action.default is None, (command, action.dest, action.default)
+            shown = {f"(default: {getattr(v, name)}" for v in owners}
+            if all(getattr(v, name) is None for v in owners):
+                continue  # Nothing to show: the help says what None means.
+            assert any(s in (action.help or "") for s in shown), (
+                command, action.dest, action.help, shown,
+            )  # fmt: skip
+    assert "train --epochs" in checked and "serve --port" in checked
+    assert "train --strategy" in checked and "generate --top-k" in checked
+    assert len(checked) >= 25, checked

@@ -119,3 +119,29 @@ def test_sigterm_answers_the_requests_in_flight(base):
     labels = [p["label"] for p in results[0][1]["predictions"]]
     assert len(labels) == 2 and set(labels) <= {"negative", "positive"}
     assert "stopping" in process.stdout.read()
+
+
+def test_serving_imports_no_layer_builder_or_keras_hub(base):
+    """`keras-seq serve` needs TensorFlow and TensorFlow Text only: none of
+    keras-seq's layers, the zoo's builders, the recipes or keras-hub load
+    while a model is loaded and answers. (`keras` itself is imported by
+    TensorFlow's own `__init__`, for `tf.keras`.)"""
+    code = f"""
+import json, sys, urllib.request
+from zoo.cli import serve
+from zoo.serving import ModelServer
+server = ModelServer({str(base / "1")!r}, 1, "m", port=0).start()
+server.load()
+body = json.dumps({{"instances": ["w1 w2."]}}).encode()
+with urllib.request.urlopen(server.url + "/v1/models/m:predict", body) as answer:
+    assert answer.status == 200
+server.stop(grace=0)
+heavy = ("keras_seq", "keras_hub", "zoo.translator", "zoo.recipes.run_dir")
+print(sorted(name for name in sys.modules if name.startswith(heavy)))
+"""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

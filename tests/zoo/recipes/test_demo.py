@@ -43,8 +43,8 @@ def test_the_attention_map_of_a_middling_sentence_is_drawn(tmp_path, monkeypatch
 
 
 def test_exports_take_the_next_version(tmp_path):
-    root, version = run_dir.next_export_version(str(tmp_path))
+    root, version = run_dir.RunDir(str(tmp_path)).next_export_version()
     assert (root, version) == (str(tmp_path / run_dir.EXPORT_DIR), 1)
     for name in ("1", "3", "notes"):
         (tmp_path / run_dir.EXPORT_DIR / name).mkdir(parents=True)
-    assert run_dir.next_export_version(str(tmp_path))[1] == 4
+    assert run_dir.RunDir(str(tmp_path)).next_export_version()[1] == 4

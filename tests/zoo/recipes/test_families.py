@@ -1,15 +1,19 @@
-"""`zoo.recipes.families`: the one family table, read by every command."""
+"""`zoo.recipes.families`: the one table of recipes, read by every command."""
 
 import pathlib
 import re
+import subprocess
+import sys
+import types
 
 import pytest
 
 from keras_seq.text import RESERVED_TOKENS
-from zoo.recipes import families, model_dir, run_dir, settings
-from zoo.recipes.families import FAMILIES
+from zoo.recipes import model_dir, recipe, run_dir, settings, workflow
+from zoo.recipes.families import FAMILIES, supporting
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+NAMES = tuple(FAMILIES)
 
 
 def test_the_table_is_the_only_list_of_families():
@@ -18,36 +22,56 @@ def test_the_table_is_the_only_list_of_families():
         for path in sorted((ROOT / "zoo").rglob("*.py"))
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.match(r"\s*(FAMILIES|TRANSLATORS|BUILDERS|PRESETS|SERVED)\s*=", line)
-        or re.search(r"\(\s*\"translator\",\s*\"rnn-translator\"", line)
     ]
+    text = (ROOT / "zoo/recipes/families.py").read_text().splitlines()
     assert tables == [
-        "zoo/recipes/families.py:" + str(n)
-        for n in _lines("FAMILIES", "TRANSLATORS", "SERVED")
+        f"zoo/recipes/families.py:{n}"
+        for n, line in enumerate(text, 1)
+        if line.startswith("FAMILIES =")
     ], tables
 
 
-def _lines(*names):
-    text = (ROOT / "zoo/recipes/families.py").read_text().splitlines()
-    return [
-        n
-        for n, line in enumerate(text, 1)
-        for name in names
-        if line.startswith(name + " =")
+@pytest.mark.parametrize("folder", ["zoo/cli", "zoo/recipes/model_dir.py"])
+def test_no_command_or_loader_names_a_family(folder):
+    """They ask the table for a capability (`supporting`, `Recipe.supports`)."""
+    spelled = re.compile("|".join(rf"[\"']{re.escape(n)}[\"']" for n in NAMES))
+    root = ROOT / folder
+    paths = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in paths
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if spelled.search(line)
     ]
+    assert found == []
 
 
-def test_translators_and_served_families_follow_from_the_table():
-    assert families.TRANSLATORS == ("translator", "rnn-translator")
-    assert families.SERVED == ("translator", "classifier", "language-model")
+def test_each_family_is_one_recipe_module():
     for name, family in FAMILIES.items():
-        assert family.translates == (name in families.TRANSLATORS)
+        assert isinstance(family, recipe.Recipe)
+        assert family.name == name
+        module = sys.modules[type(family).__module__]
+        assert module.RECIPE is family
+        assert module.__name__ == "zoo.recipes." + name.replace("-", "_")
+
+
+def test_capabilities_follow_from_the_recipes():
+    assert supporting("translate") == ("translator", "rnn-translator")
+    assert supporting("export") == (
+        "translator", "classifier", "language-model", "rnn-translator",
+    )  # fmt: skip
+    assert supporting("classify") == ("classifier",)
+    assert supporting("generate") == ("language-model", "rnn-language-model")
+    assert supporting("train") == supporting("evaluate") == NAMES
+    for name, family in FAMILIES.items():
+        assert family.translates == (name in supporting("translate"))
         assert issubclass(family.settings, settings.TrainingSettings)
         files = model_dir.vocabulary_files(name)
         assert files == tuple(map(run_dir.vocabulary_file, family.vocabularies))
     assert model_dir.vocabulary_files("classifier") == ("vocabulary.txt",)
 
 
-@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_family_builds_its_tiny_preset_at_the_smallest_vocabulary(name):
     family = FAMILIES[name]
     config = family.presets["tiny"]["config"]
@@ -59,17 +83,27 @@ def test_every_family_builds_its_tiny_preset_at_the_smallest_vocabulary(name):
     assert bool(sizes.get("source_vocabulary_size")) == family.translates
 
 
+def test_the_table_imports_no_keras_or_tensorflow():
+    code = (
+        "import sys; from zoo.recipes.families import FAMILIES; "
+        "[(r.presets, r.settings()) for r in FAMILIES.values()]; "
+        "print(sorted({'keras', 'tensorflow', 'keras_seq'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_export_refuses_a_family_without_a_signature():
     trained = model_dir.TrainedModel("runs/x", "masked-language-model", None, {}, {})
     with pytest.raises(ValueError, match=r"^`export` serves translator, classifier"):
-        families.export(trained, "/nowhere", 1)
+        workflow.export(trained, "/nowhere", 1)
 
 
 def test_a_translator_exports_with_the_preprocessor_of_its_run(monkeypatch):
     """The served graph gets the run's `TranslationPreprocessor` itself (its
     saved buckets and `max_length`), not one rebuilt from the tokenizers."""
-    import types
-
     from keras_seq import export as exporter
 
     exported = {}
@@ -82,7 +116,7 @@ def test_a_translator_exports_with_the_preprocessor_of_its_run(monkeypatch):
     trained = types.SimpleNamespace(
         family="translator", model=object(), preprocessor=object(), run={}
     )
-    assert families.export(trained, "served", 3) == "served/3"
+    assert workflow.export(trained, "served", 3) == "served/3"
     assert exported == {
         "model": trained.model,
         "preprocessor": trained.preprocessor,

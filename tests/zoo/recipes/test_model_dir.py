@@ -22,8 +22,8 @@ def classifier_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("classifier")
     keras.utils.set_random_seed(0)
     model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
-    run_dir.write_vocabularies(str(root), {"text": VOCABULARY})
-    run_dir.save(str(root), "classifier", model, {"max_length": 8}, ("text",))
+    run_dir.RunDir(str(root)).write_vocabularies({"text": VOCABULARY})
+    run_dir.RunDir(str(root)).save("classifier", model, {"max_length": 8}, ("text",))
     return root, model
 
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import signal
 import socket
 import subprocess
@@ -20,7 +21,7 @@ def _release_claims():
     """Each test's claims end with it, as the process of a run would end."""
     yield
     for directory in list(run_dir._HELD):
-        run_dir.release(directory)
+        run_dir.RunDir(directory).release()
 
 
 def _finished_run(root):
@@ -49,7 +50,7 @@ def _contents(root):
 
 def test_a_fresh_directory_is_created_and_claimed(tmp_path):
     out = tmp_path / "a" / "b"
-    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0
     assert json.loads((out / run_dir.SETTINGS_FILE).read_text()) == SETTINGS
 
 
@@ -57,7 +58,7 @@ def test_a_finished_run_is_kept_without_overwrite(tmp_path):
     out = _finished_run(tmp_path / "run")
     before = _contents(out)
     with pytest.raises(UsageError) as error:
-        run_dir.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False)
     assert str(error.value) == (
         f"--output-dir {out} holds a finished translator run (run.json, "
         "model.keras); pass --overwrite to replace it, or choose another "
@@ -68,7 +69,7 @@ def test_a_finished_run_is_kept_without_overwrite(tmp_path):
 
 def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
     out = _finished_run(tmp_path / "run")
-    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
     assert sorted(os.listdir(out)) == [
         run_dir.LOCK_FILE,  # Until the run ends.
         "notes.txt",
@@ -79,14 +80,14 @@ def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
 def test_an_interrupted_run_of_the_same_settings_resumes(tmp_path):
     out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=3)
     for overwrite in (False, True):
-        assert run_dir.claim(str(out), SETTINGS, overwrite=overwrite) == 3
+        assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=overwrite) == 3
     assert (out / "backup" / "training_metadata.json").is_file()
 
 
 def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_path):
     out = _interrupted_run(tmp_path / "run", {**SETTINGS, "seed": 1}, epochs=2)
     with pytest.raises(UsageError) as error:
-        run_dir.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False)
     message = str(error.value)
     assert "\n" not in message
     assert message == (
@@ -94,7 +95,7 @@ def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_pa
         "other settings (seed 1 there, 0 now); pass --overwrite to discard "
         "it, or choose another --output-dir."
     )
-    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
     assert not (out / "backup").exists()
 
 
@@ -102,7 +103,7 @@ def test_a_backup_without_settings_is_another_runs(tmp_path):
     out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=2)
     (out / run_dir.SETTINGS_FILE).unlink()
     with pytest.raises(UsageError, match=r"other settings \(no readable training"):
-        run_dir.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False)
 
 
 def test_a_file_or_an_unwritable_place_is_refused(tmp_path):
@@ -150,7 +151,7 @@ def test_a_directory_in_use_is_refused_naming_the_other_run(holder):
     out, process = holder
     before = _contents(out)
     with pytest.raises(UsageError) as error:
-        run_dir.claim(str(out), SETTINGS, overwrite=True)
+        run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True)
     assert str(error.value) == (
         f"--output-dir {out} is in use by another run (pid {process.pid} on "
         "elsewhere, started 2026-01-02 03:04:05 UTC); wait for it to end, or "
@@ -164,19 +165,59 @@ def test_the_lock_of_a_killed_run_does_not_block_the_next(holder):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert (out / run_dir.LOCK_FILE).is_file()  # Stale, but no one holds it.
-    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0
     holder = json.loads((out / run_dir.LOCK_FILE).read_text())
     assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
-    run_dir.release(str(out))
+    run_dir.RunDir(str(out)).release()
     assert not (out / run_dir.LOCK_FILE).exists()
 
 
 def test_the_holder_may_claim_again_and_a_refusal_releases(tmp_path):
     out = _finished_run(tmp_path / "run")
     with pytest.raises(UsageError, match="holds a finished translator run"):
-        run_dir.claim(str(out), SETTINGS, overwrite=False)
+        run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False)
     assert not (out / run_dir.LOCK_FILE).exists()  # Refused: released.
-    assert run_dir.claim(str(out), SETTINGS, overwrite=True) == 0
-    assert run_dir.claim(str(out), SETTINGS, overwrite=False) == 0  # Ours.
-    run_dir.release(str(out))
-    run_dir.release(str(out))  # Releasing twice is harmless.
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0  # Ours.
+    run_dir.RunDir(str(out)).release()
+    run_dir.RunDir(str(out)).release()  # Releasing twice is harmless.
+
+
+def test_only_the_run_directory_names_its_files():
+    """No other module of the application spells a run file's name: they
+    take `RunDir`'s paths."""
+    names = (
+        *run_dir.RUN_FILES, *run_dir.RUN_DIRS, run_dir.LOCK_FILE, run_dir.EXPORT_DIR,
+    )  # fmt: skip
+    root = pathlib.Path(__file__).resolve().parents[3] / "zoo"
+    spelled = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "run_dir.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        for name in names
+        if f'"{name}"' in line
+    ]
+    assert spelled == []
+
+
+def test_a_run_directory_names_every_path_in_it(tmp_path):
+    run = run_dir.RunDir(tmp_path / "run")
+    assert run_dir.RunDir(run).path == run.path == str(tmp_path / "run")
+    paths = {
+        run.model_path: run_dir.MODEL_FILE, run.run_path: run_dir.RUN_FILE,
+        run.settings_path: run_dir.SETTINGS_FILE, run.lock_path: run_dir.LOCK_FILE,
+        run.history_path: "history.csv", run.best_weights_path: "best.weights.h5",
+        run.backup_dir: "backup", run.average_dir: "average",
+        run.curves_path: run_dir.CURVES_FILE, run.metrics_path: "metrics.json",
+        run.attention_path: "attention.png", run.exports_dir: "saved_model",
+        run.preprocessor_path: "preprocessor.json",
+        run.vocabulary_path("text"): "vocabulary.txt",
+        run.vocabulary_path("source"): "source_vocabulary.txt",
+    }  # fmt: skip
+    for path, name in paths.items():
+        assert path == os.path.join(run.path, name)
+    history, backup, best = run.checkpoint_callbacks()
+    assert history.filename == run.history_path
+    assert backup.backup_dir == run.backup_dir
+    assert best.filepath == run.best_weights_path

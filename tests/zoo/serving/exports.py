@@ -35,8 +35,9 @@ def export_classifier(root):
     keras.utils.set_random_seed(0)
     tokenizer = text.make_tokenizer(VOCABULARY)
     model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
+    preprocessor = text.ClassificationPreprocessor(tokenizer, 16)
     return export.export_classifier(
-        model, tokenizer, root, max_length=16, class_names=["negative", "positive"]
+        model, preprocessor, root, class_names=["negative", "positive"]
     )
 
 
@@ -44,4 +45,5 @@ def export_language_model(root):
     keras.utils.set_random_seed(0)
     tokenizer = text.make_tokenizer(VOCABULARY)
     model = zoo.build_language_model("tiny", vocabulary_size=len(VOCABULARY))
-    return export.export_language_model(model, tokenizer, root, max_new_tokens=4)
+    preprocessor = text.LanguageModelPreprocessor(tokenizer, model.max_length)
+    return export.export_language_model(model, preprocessor, root, max_new_tokens=4)

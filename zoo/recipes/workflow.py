@@ -1,0 +1,159 @@
+"""What the commands call: `train`, `evaluate` and `export` a family.
+
+Each step looks the family up in `zoo.recipes.families.FAMILIES` and calls
+its `Recipe`'s hooks around the run directory (`zoo.recipes.run_dir`).
+"""
+
+import os
+import sys
+
+from zoo.recipes import run_dir, runtime
+from zoo.recipes.families import FAMILIES, supporting
+from zoo.recipes.inputs import UsageError, reported_as_usage
+from zoo.recipes.settings import RuntimeSettings
+
+# The old name of `RuntimeSettings`.
+Runtime = RuntimeSettings
+
+
+def verbose():
+    """Keras' `verbose`: a progress bar on a terminal, one line per epoch in a log."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+def announce_resume(output_dir, resumed, epochs):
+    """Says that training picks up an interrupted run, and where.
+
+    Raises:
+        UsageError: when the interrupted run already finished `epochs`.
+    """
+    if resumed >= epochs:
+        raise UsageError(
+            f"--epochs {epochs}: the interrupted run in {output_dir} already "
+            f"finished {resumed} epochs; pass a larger --epochs to go on."
+        )
+    if resumed:
+        print(
+            f"resuming the interrupted run in {output_dir} after epoch "
+            f"{resumed} (of at most {epochs})",
+            flush=True,
+        )
+
+
+def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
+          corpus=None):  # fmt: skip
+    """Trains family `name` on `data` and writes its run directory.
+
+    The data is read and checked, and `output_dir` claimed
+    (`RunDir.claim`), before anything is written; no other run may use the
+    directory until this one ends. The recipe trains, scores the test split
+    and draws its figures; `RunDir.save` then writes the model and
+    `run.json`.
+
+    Args:
+        name: str, a key of `FAMILIES`.
+        data: str or None, what `--data` names (None: the family's corpus).
+        output_dir: str.
+        chosen: the family's settings (`Recipe.settings`).
+        overwrite: bool, replace a finished run or another run's backup.
+        machine: a `RuntimeSettings`, or None for its defaults.
+        corpus: the corpus already read, or None to read `data`.
+
+    Returns:
+        The recipe's typed result.
+
+    Raises:
+        UsageError: for data, a directory or a strategy the user must fix.
+    """
+    recipe = FAMILIES[name]
+    machine = machine or RuntimeSettings()
+    corpus = corpus or recipe.read_corpus(data, chosen)
+    identity = {
+        "family": name, "data": data, "precision": machine.precision,
+        **chosen.identity(),
+    }  # fmt: skip
+    run = run_dir.RunDir(output_dir)
+    resumed = run.claim(identity, overwrite)
+    try:
+        # A strategy the backend cannot run (mirrored on JAX) is the user's
+        # to fix; it is made before any other op.
+        with reported_as_usage(ValueError):
+            strategy = runtime.make_strategy(machine.strategy)
+        if machine.deterministic:
+            runtime.make_deterministic(chosen.seed)
+        runtime.set_precision(machine.precision)
+        announce_resume(output_dir, resumed, chosen.epochs)
+        result = recipe.train(
+            corpus, output_dir, chosen, verbose=verbose(), strategy=strategy
+        )
+        record = {
+            k: round(v, 4) if isinstance(v, float) else v
+            for k, v in result.record().items()
+        }
+        record["params"] = int(result.model.count_params())
+        record["epochs"] = resumed + len(result.history.get("loss", ()))
+        settings = {"data": data, "preset": chosen.preset, "seed": chosen.seed}
+        if chosen.overrides:
+            settings["overrides"] = chosen.overrides
+        run.save(name, result.model, {**settings, **record}, recipe.vocabularies)
+        return result
+    finally:
+        run.release()
+
+
+def evaluate(trained, data, chosen):
+    """The test figures of a loaded run directory on `data`'s test split
+    (None: the data it was trained on), rounded to 4 places."""
+    recipe = FAMILIES[trained.family]
+    corpus = recipe.read_corpus(data or trained.run.get("data"), chosen)
+    figures = recipe.evaluate(trained, corpus, chosen)
+    return {k: round(v, 4) for k, v in figures.items()}
+
+
+def export(trained, export_dir, version):
+    """Writes `<export_dir>/<version>/` from a loaded run directory.
+
+    Returns:
+        The version's path.
+
+    Raises:
+        ValueError: when the family is not served, or the version exists.
+    """
+    recipe = FAMILIES[trained.family]
+    if not recipe.supports("export"):
+        raise ValueError(
+            f"`export` serves {', '.join(supporting('export'))} directories; "
+            f"{trained.path} holds a {trained.family}."
+        )
+    return recipe.export(trained, export_dir, version)
+
+
+def export_ctranslate2(trained, export_dir, quantization="float32"):
+    """Writes a CTranslate2 model directory from a loaded run directory.
+
+    The run's preprocessor is saved beside the model as it was loaded (so a
+    directory written before `preprocessor.json` existed exports its
+    settings too).
+
+    Returns:
+        `export_dir`.
+
+    Raises:
+        ValueError: for a family CTranslate2 has no specification for, or
+            what `keras_seq.export.export_ctranslate2` refuses.
+    """
+    import tempfile
+
+    from keras_seq.export.ctranslate2 import export_ctranslate2 as export
+
+    if not FAMILIES[trained.family].supports("ctranslate2"):
+        raise ValueError(
+            f"CTranslate2 export takes {', '.join(supporting('ctranslate2'))} "
+            f"directories; {trained.path} holds a {trained.family} (CTranslate2 "
+            "has no specification for it)."
+        )
+    with tempfile.TemporaryDirectory() as preprocessor_dir:
+        trained.preprocessor.save(preprocessor_dir)
+        return export(
+            trained.model, preprocessor_dir, os.fspath(export_dir), quantization
+        )
