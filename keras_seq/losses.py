@@ -9,7 +9,7 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq.masks import PADDING_ID
+from keras_seq.masks import PADDING_ID, padding_mask
 from keras_seq.validation import check_bool, check_rate
 
 
@@ -110,7 +110,7 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
                 uniform = -ops.mean(log_probs, axis=-1)  # (B, T)
                 eps = self.label_smoothing
                 loss = (1.0 - eps) * nll + eps * uniform
-        mask = ops.cast(ops.not_equal(y_true, self.padding_id), "float32")
+        mask = ops.cast(padding_mask(y_true, self.padding_id), "float32")
         if sample_weight is not None:
             weight = ops.cast(sample_weight, "float32")
             while len(weight.shape) < len(mask.shape):

@@ -9,7 +9,7 @@ Shape legend:
 import keras
 from keras import ops
 
-from keras_seq.masks import PADDING_ID
+from keras_seq.masks import PADDING_ID, padding_mask
 
 
 @keras.saving.register_keras_serializable(package="keras_seq")
@@ -52,7 +52,7 @@ class MaskedAccuracy(keras.metrics.Mean):
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_true = ops.cast(y_true, "int32")
         predicted = ops.cast(ops.argmax(y_pred, axis=-1), "int32")  # (B, T)
-        mask = ops.cast(ops.not_equal(y_true, self.padding_id), "float32")
+        mask = ops.cast(padding_mask(y_true, self.padding_id), "float32")
         if sample_weight is not None:
             mask = mask * ops.cast(sample_weight, "float32")
         correct = ops.cast(ops.equal(y_true, predicted), "float32")

@@ -17,6 +17,7 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
+from keras_seq.masks import padding_mask
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -232,7 +233,7 @@ class MaskedLanguageModel(TokenIdsModel):
             (B, D) masked means of the last encoder block, L2-normalized.
         """
         encoded = self.encoder(token_ids, training=False)
-        pooled = self.pooling(encoded, mask=ops.not_equal(token_ids, 0))
+        pooled = self.pooling(encoded, mask=padding_mask(token_ids))
         return pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-9)
 
 

@@ -19,7 +19,7 @@ import keras
 from keras import ops
 
 from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
-from keras_seq.masks import PADDING_ID, check_token_ids
+from keras_seq.masks import PADDING_ID, check_token_ids, padding_mask
 from keras_seq.validation import (
     check_bool,
     check_choice,
@@ -63,7 +63,7 @@ def reverse_real_tokens(token_ids, padding_id=PADDING_ID):
         (B, S) integer tensor of the same dtype.
     """
     positions = ops.arange(ops.shape(token_ids)[1], dtype="int32")[None, :]  # (1, S)
-    real = ops.not_equal(token_ids, padding_id)  # (B, S)
+    real = padding_mask(token_ids, padding_id)  # (B, S)
     lengths = ops.max(
         ops.where(real, positions + 1, ops.zeros_like(positions)),
         axis=1,

@@ -16,7 +16,7 @@ from keras import ops
 from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
 from keras_seq.layers.attention_decoder import DECODER_CELLS, AttentionDecoder
 from keras_seq.layers.score_attention import SCORES
-from keras_seq.masks import PADDING_ID, check_token_ids
+from keras_seq.masks import check_token_ids, padding_mask
 from keras_seq.validation import check_choice, check_positive_int, check_rate
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -197,7 +197,7 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
             list `s(0)` (`[h]` for a GRU, `[h, c]` for an LSTM).
         """
         ids = ops.convert_to_tensor(encoder_token_ids, dtype="int32")
-        mask = ops.not_equal(ids, PADDING_ID)  # (B, S)
+        mask = padding_mask(ids)  # (B, S)
         layers = {key: getattr(self, key) for key in _ENCODER_LAYERS}
         encoded, hidden = _encode(layers, ids, mask=mask, training=training)
         return encoded, mask, self.decoder.get_initial_state(hidden)

@@ -23,7 +23,7 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
-from keras_seq.masks import check_token_ids
+from keras_seq.masks import check_token_ids, padding_mask
 from keras_seq.validation import check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -193,7 +193,7 @@ class Translator(GenerativeModel, TokenIdsModel):
 
     def encode(self, encoder_token_ids, training=False):
         """Source ids (B, S) -> encoder output z* (B, S, D) and its mask."""
-        source_mask = ops.not_equal(encoder_token_ids, 0)  # (B, S)
+        source_mask = padding_mask(encoder_token_ids)  # (B, S)
         x = self.source_embedding(encoder_token_ids)
         for block in self.encoder_blocks:
             x = block(x, padding_mask=source_mask, training=training)
@@ -231,7 +231,7 @@ class Translator(GenerativeModel, TokenIdsModel):
             source.
         """
         encoded, source_mask = self.encode(encoder_token_ids)
-        target_mask = ops.not_equal(decoder_token_ids, 0)
+        target_mask = padding_mask(decoder_token_ids)  # (B, T)
         y = self.target_embedding(decoder_token_ids)
         for block in self.decoder_blocks[:-1]:
             y = block(

@@ -27,7 +27,7 @@ import numpy as np
 from keras import ops
 
 from keras_seq.layers.hashed_dropout import counter_hashes, to_words
-from keras_seq.masks import masked_value
+from keras_seq.masks import masked_value, padding_mask
 
 # A second word of the seed's key, so that the row keys and the step keys
 # are hashed under different keys.
@@ -51,7 +51,7 @@ def row_keys(token_ids, seed):
     token_ids = ops.convert_to_tensor(token_ids, "int32")  # (B, S)
     positions = ops.arange(ops.shape(token_ids)[1], dtype="int32")[None]  # (1, S)
     hashes = counter_hashes(positions, seed, token_ids)  # (B, S)
-    real = ops.not_equal(token_ids, 0)
+    real = padding_mask(token_ids)
     low = ops.cast(ops.bitwise_and(hashes, to_words(0xFFFF)), "int32")
     high = ops.cast(ops.right_shift(hashes, to_words(16)), "int32")
     low = ops.sum(ops.where(real, low, 0), axis=1)  # (B,)

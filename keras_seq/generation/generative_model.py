@@ -44,7 +44,7 @@ from keras_seq.generation.sampling import (
     run_sampler,
     zero_after_end,
 )
-from keras_seq.masks import PADDING_ID
+from keras_seq.masks import padding_mask
 from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import (
     check_finite,
@@ -556,7 +556,7 @@ def _answer_rows_without_tokens(token_ids, end_token_id, ids, scores=None):
     Returns:
         `ids`, or `(ids, scores)` when `scores` is given.
     """
-    empty = ops.logical_not(ops.any(ops.not_equal(token_ids, PADDING_ID), axis=1))
+    empty = ops.logical_not(ops.any(padding_mask(token_ids), axis=1))
     length = ops.shape(ids)[-1]
     end = 0 if end_token_id is None or end_token_id < 0 else end_token_id
     answer = ops.where(ops.arange(length) == 0, end, 0)  # (M,)
