@@ -144,7 +144,7 @@ def normalize_graph(sentences):
 
     Example:
 
-    >>> normalize_graph(tf.constant(["ich\u00a0bin\x00 da"])).numpy()
+    >>> normalize_graph(tf.constant(["ich\\u00a0bin\\x00 da"])).numpy()
     array([b'ich bin da'], dtype=object)
     """
     sentences = tf.strings.regex_replace(sentences, r"[\p{Z}\t\n\x0b\f\r]", " ")
