@@ -198,6 +198,27 @@ def test_translators_serve_the_golden_ids_and_outputs(translated, tmp_path):
     assert [t.decode() for t in out["translations"].numpy()] == greedy
     out = served.signatures["beam_search"](sentences=tf.constant(TEXTS))
     assert [t.decode() for t in out["translations"].numpy()[:, 0]] == beams
+    if trained.family == "rnn-translator":  # One server, kept cheap.
+        assert _served(path, TEXTS) == (greedy, beams)
+
+
+def _served(path, sentences):
+    """Greedy and best-beam translations of `keras-seq serve`'s REST API."""
+    from tests.zoo.serving.http_client import call
+    from zoo.serving import ModelServer
+
+    server = ModelServer(path, 1, "paths", port=0).start().load()
+    try:
+        answers = []
+        for signature in ("serving_default", "beam_search"):
+            request = {"signature_name": signature, "instances": sentences}
+            status, body = call(server.url, "POST", "/v1/models/paths:predict", request)
+            assert status == 200, body
+            answers.append(body["predictions"])
+    finally:
+        server.stop(grace=5)
+    greedy, beams = answers
+    return greedy, [prediction["translations"][0] for prediction in beams]
 
 
 # The classifier.
