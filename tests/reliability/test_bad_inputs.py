@@ -503,8 +503,9 @@ CLI_CASES = [
      1, r"keras-seq: --saved-model .*: no saved_model.pb in it"),
     ("export", "--model-dir of a masked language model",
      ["export", "--model-dir", "{mlm_dir}", "--export-dir", "{missing}"],
-     1, r"keras-seq: `export` serves translator, classifier, language-model "
-        r"directories; --model-dir .*mlm holds a masked-language-model\.$"),
+     1, r"keras-seq: `export` serves translator, classifier, language-model, "
+        r"rnn-translator directories; --model-dir .*mlm holds a "
+        r"masked-language-model\.$"),
     pytest.param(
         "translate", "--saved-model of a classifier",
         ["translate", "--saved-model", "{classifier_export}", "w1 w2."],

@@ -39,21 +39,19 @@ def _vocabulary_sizes(family, config):
     return dict(zip(vocabulary_files(family), sizes))
 
 
-def _tokenizers(model_dir, family, config, run):
+def _check_vocabularies(model_dir, family, config, run):
+    """Refuses a vocabulary file the model was not trained with (its size,
+    reserved tokens, or the fingerprint `run.json` records)."""
     fingerprints = run.get("vocabulary_sha256") or {}
-    tokenizers = {}
     for name, size in _vocabulary_sizes(family, config).items():
         path = os.path.join(model_dir, name)
-        vocabulary = text.load_vocabulary(path, expected_size=size)
+        text.load_vocabulary(path, expected_size=size)
         if name in fingerprints and fingerprint(path) != fingerprints[name]:
             raise ValueError(
                 f"{path} is not the vocabulary this model was trained with: "
                 f"its SHA-256 differs from the one {RUN_FILE} records (a "
                 "vocabulary of the same size from another run?)."
             )
-        key = name.split("_")[0] if FAMILIES[family].translates else "text"
-        tokenizers[key] = text.make_tokenizer(vocabulary)
-    return tokenizers
 
 
 def load_model_dir(model_dir):
@@ -88,7 +86,7 @@ def load_model_dir(model_dir):
             f"{os.path.join(model_dir, RUN_FILE)} names the family {family!r}, "
             f"but {model_path} holds a {type(model).__name__}, which is not one."
         )
-    _tokenizers(model_dir, family, config, run)  # Refuses a foreign vocabulary.
+    _check_vocabularies(model_dir, family, config, run)
     kind, defaults = FAMILIES[family].preprocessor(config, run)
     preprocessor = kind.load(
         model_dir,

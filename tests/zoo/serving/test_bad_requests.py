@@ -78,7 +78,8 @@ CASES = [
     ("a token id past int32", "POST", PREDICT, _logits([[2**40]], [[1]]), {}, 400,
      "out of the range"),
     ("a token id past the vocabulary", "POST", PREDICT, _logits([[5]], [[999]]),
-     {}, 400, "not in"),
+     {}, 400, "`decoder_token_ids` must lie in [0, 38) (target_vocabulary_size=38); "
+     "received values in [999, 999]."),
     ("token ids of the wrong rank", "POST", PREDICT, _logits([5, 6], [1]), {}, 400,
      "expected a list"),
     ("an input missing", "POST", PREDICT,
@@ -211,6 +212,6 @@ def test_concurrent_bad_and_good_requests(server, expected):
         if key.startswith("good"):
             assert (status, body) == (200, expected)
         elif key.startswith("bad"):
-            assert status == 400 and "not in" in body["error"]
+            assert status == 400 and "must lie in [0, 38)" in body["error"]
         else:
             assert status == 200 and len(body["outputs"][0]) == 1
