@@ -17,6 +17,7 @@ Routes, as TF Serving's `http_rest_api_handler` matches them:
 
 import http.server
 import json
+import math
 import re
 import threading
 from http import HTTPStatus
@@ -192,9 +193,17 @@ class ModelServer:
                 raise ValueError(
                     f"`{name}` must be an int >= {low}; received {value!r}."
                 )
-        if not isinstance(request_timeout, (int, float)) or request_timeout <= 0:
+        if port > 65535:
+            raise ValueError(f"`port` must be at most 65535; received {port}.")
+        if (
+            isinstance(request_timeout, bool)
+            or not isinstance(request_timeout, (int, float))
+            or not math.isfinite(request_timeout)
+            or request_timeout <= 0
+        ):
             raise ValueError(
-                f"`request_timeout` must be a number > 0; received {request_timeout!r}."
+                "`request_timeout` must be a finite number > 0; received "
+                f"{request_timeout!r}."
             )
         if not isinstance(model_name, str) or not re.fullmatch(
             r"[^/:?#\s]+", model_name
@@ -347,6 +356,11 @@ class ModelServer:
             raise RequestError(400, f"JSON Parse error: {error}") from None
         except RecursionError:
             raise RequestError(400, "JSON Parse error: nested too deeply") from None
+        except ValueError:
+            # Python refuses integers of more than 4,300 digits.
+            raise RequestError(
+                400, "JSON Parse error: a number with too many digits"
+            ) from None
         signature, arrays, form = parse_predict(request, servable)
         outputs = self.batchers[signature.name].run(arrays)
         return format_outputs(outputs, form)

@@ -64,6 +64,15 @@ def test_port_in_use_and_bad_flags_are_one_line(base, capsys):
     )
     assert main([*args, "--model-name", "a/b"]) == 1
     assert "--model-name must be a non-empty name" in _one_line(capsys)
+    assert main(["serve", "--saved-model", str(base), "--port", "70000"]) == 1
+    assert (
+        _one_line(capsys) == "keras-seq: --port must be at most 65535; received 70000."
+    )
+    for value in ("nan", "inf", "0"):
+        assert main([*args, "--request-timeout", value]) == 1
+        assert _one_line(capsys).startswith(
+            "keras-seq: --request-timeout must be a finite number > 0; received"
+        )
 
 
 def test_status_says_when_loaded_and_warm(base):
