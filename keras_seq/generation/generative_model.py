@@ -303,7 +303,7 @@ class GenerativeModel:
 
         def make_fn():
             def sample(token_ids, seed):
-                return self._sample(
+                ids = self._sample(
                     token_ids,
                     sampler,
                     max_new_tokens,
@@ -312,6 +312,9 @@ class GenerativeModel:
                     draw=draw,
                     seed=seed,
                 )
+                # Inside the compiled loop: eagerly, its few ops would cost
+                # more than a decoding step.
+                return _answer_rows_without_tokens(token_ids, end_token_id, ids)
 
             return sample
 
@@ -319,8 +322,7 @@ class GenerativeModel:
         # The seed is an input of the compiled loop, not a constant of it:
         # a new seed reuses the loop.
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
-        ids = run_compiled(self, key, make_fn, token_ids, seed)
-        return _answer_rows_without_tokens(token_ids, end_token_id, ids)
+        return run_compiled(self, key, make_fn, token_ids, seed)
 
     def beam_search(
         self,
@@ -376,7 +378,7 @@ class GenerativeModel:
 
         def make_fn():
             def search(token_ids):
-                return self._beam_search(
+                ids, scores = self._beam_search(
                     token_ids,
                     max_new_tokens,
                     beam_width,
@@ -385,12 +387,12 @@ class GenerativeModel:
                     start_token_id,
                     end_token_id,
                 )
+                return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
 
             return search
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
-        ids, scores = run_compiled(self, key, make_fn, token_ids)
-        return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
+        return run_compiled(self, key, make_fn, token_ids)
 
     def _check_options(
         self, beam_width, length_penalty, temperature=1.0, top_k=None, top_p=None

@@ -252,6 +252,8 @@ def test_a_refused_dataset_leaves_the_model_whole(tmp_path):
                 np.testing.assert_array_equal(before, after)
     with pytest.raises(tf.errors.InvalidArgumentError):
         model.predict(dataset(bad_ids, ids).map(lambda x, y: x), verbose=0)
+    for before, after in zip(weights, model.get_weights()):
+        np.testing.assert_array_equal(before, after)
     model.save(tmp_path / "kept.keras")
     reloaded = keras.saving.load_model(tmp_path / "kept.keras")
     np.testing.assert_allclose(reloaded.predict(ids, verbose=0), model(ids), atol=1e-5)
