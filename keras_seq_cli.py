@@ -6,7 +6,8 @@ probe, the CPU features), before `TF_CPP_MIN_LOG_LEVEL` or any Python
 logging setting reaches them. They say nothing about the command, so the
 command line loads its modules with stderr's file descriptor redirected
 and passes on only the other lines. A command on a CTranslate2 export
-(`translate --ctranslate2`, `serve --ctranslate2`) imports neither.
+(`translate --ctranslate2`, `serve --ctranslate2`) and `--help` import
+neither.
 """
 
 import contextlib
@@ -44,11 +45,27 @@ def startup_lines_held():
             sys.stderr.flush()
 
 
+def _needs_tensorflow(argv):
+    """Whether the command line will load TensorFlow: every command but
+    `--help`, `--version`, `presets` and those on a CTranslate2 export."""
+    light = {"-h", "--help", "--version", "--ctranslate2"}
+    return not (
+        light & {arg.split("=")[0] for arg in argv} or argv[:1] in ([], ["presets"])
+    )
+
+
 def main(argv=None):
-    """Runs `keras-seq`; see `zoo.cli.main.main`."""
+    """Runs `keras-seq`; see `zoo.cli.main.main`.
+
+    The command line itself imports no TensorFlow; a command that will load
+    it loads it here first, its start-up lines held.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with startup_lines_held():
-        from zoo.cli import main as run
+    if _needs_tensorflow(argv):
+        with startup_lines_held():
+            import tensorflow  # noqa: F401
+    from zoo.cli import main as run
 
     return run(argv)
 

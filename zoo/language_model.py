@@ -20,7 +20,7 @@ from keras_seq.generation.fast_step import torch_decoder_step
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_int_in, check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
@@ -87,6 +87,8 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         config = {name: arguments[name] for name in hyperparameters(LanguageModel)}
         for name in ("vocabulary_size", "num_layers", "model_dim"):
             check_positive_int(config[name], name)
+        # A start token (or a prompt's first) and one token after it.
+        check_int_in(max_length, "max_length", 2, None, "", allow_none=False)
 
         # Layers.
         embedding = TokenAndPositionEmbedding(

@@ -24,7 +24,7 @@ from keras_seq.layers import (
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids, padding_mask
-from keras_seq.validation import check_positive_int
+from keras_seq.validation import check_int_in, check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
@@ -107,6 +107,8 @@ class Translator(GenerativeModel, TokenIdsModel):
             "model_dim",
         ):
             check_positive_int(config[name], name)
+        # A start token (or a prompt's first) and one token after it.
+        check_int_in(max_length, "max_length", 2, None, "", allow_none=False)
         if tie_embeddings and source_vocabulary_size != target_vocabulary_size:
             raise ValueError(
                 "`tie_embeddings=True` shares one vocabulary, so "

@@ -215,3 +215,19 @@ def test_train_translator_on_jax_with_mixed_bfloat16(tmp_path):
     run = json.loads((out / "run.json").read_text())
     assert run["epochs"] == 1 and 0.0 <= run["bleu_greedy"] <= 100.0
     assert "test BLEU" in result.stdout and "greedy" in result.stdout
+
+
+@pytest.mark.parametrize("family", ["translator", "language-model"])
+def test_a_max_length_below_two_is_refused_before_anything_is_written(family, tmp_path):
+    data = write_pairs(tmp_path / "pairs.tsv")
+    out = tmp_path / "run"
+    result = run_cli(
+        "train", family, "--data", data, "--preset", "tiny", "--set",
+        "max_length=1", "--output-dir", out, in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "keras-seq: --preset tiny with --set max_length=1: `max_length` must be "
+        "at least 2; received 1."
+    )
+    assert not out.exists()
