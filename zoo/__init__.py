@@ -1,12 +1,14 @@
 """Ready builders that combine keras-seq layers with the functional API.
 
-`import zoo` is light: the builders, and with them Keras, load on first use
-of any public name (PEP 562), so `keras-seq --help` starts without
-TensorFlow. Touching any of them imports every builder module, which
-registers each model class a `.keras` file may name.
+`import zoo` starts no Keras: the builders load on first use of any public
+name (PEP 562), so `keras-seq --help` starts without TensorFlow. Touching
+any of them imports every builder module, which registers each model class
+a `.keras` file may name; where Keras is already imported, `import zoo`
+does so at once, as an eager package would.
 """
 
 import importlib
+import sys
 
 _MODULES = {
     "zoo.encoders": (
@@ -74,3 +76,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_HOME))
+
+
+if "keras" in sys.modules:
+    load_models()
