@@ -300,7 +300,7 @@ BAD_OPTIONS = [
 def test_decoding_options_are_refused_as_the_application_refuses_them(
     generating_models, family
 ):
-    from zoo.recipes.inputs import check_int_in
+    from zoo.recipes.model_dir import check_int_in  # `TrainedModel`'s check
 
     model = generating_models[family]
     prompt = np.array([[5, 6], [7, 8]], "int32")

@@ -48,32 +48,6 @@ def check_text_list(texts, name="texts"):
     return texts
 
 
-def check_int_in(value, name, low, high=None, bound=""):
-    """Refuses `value` unless it is an int in [low, high]; None passes.
-
-    Args:
-        value: the argument's value.
-        name: str, the argument's name.
-        low: int, the smallest value allowed.
-        high: int or None (no upper bound), the largest.
-        bound: str, what `high` is, e.g. "the target vocabulary size".
-
-    Raises:
-        TypeError: when `value` is not an int (a bool or a float is not).
-        ValueError: when it is out of [low, high].
-    """
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"`{name}` must be an int; received {value!r}.")
-    if value < low:
-        raise ValueError(f"`{name}` must be at least {low}; received {value}.")
-    if high is not None and value > high:
-        raise ValueError(
-            f"`{name}` must be at most {high} ({bound}); received {value}."
-        )
-
-
 @contextlib.contextmanager
 def reported_as_usage(*errors):
     """Turns `errors` raised inside the block into a `UsageError`.

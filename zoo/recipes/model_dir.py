@@ -16,9 +16,10 @@ import os
 import keras
 
 from keras_seq import text
+from keras_seq.validation import check_int_in
 from zoo.recipes import run_dir, tasks, translation
 from zoo.recipes.families import FAMILIES, supporting
-from zoo.recipes.inputs import check_int_in, check_text_list
+from zoo.recipes.inputs import check_text_list
 from zoo.recipes.run_dir import RUN_FILE, fingerprint
 from zoo.recipes.settings import TranslatorSettings
 

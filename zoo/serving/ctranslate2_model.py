@@ -21,7 +21,7 @@ import numpy as np
 
 from keras_seq import defaults
 from keras_seq.text.portable_tokenizer import PortableTokenizer
-from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, RequestError
+from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, ServableBase
 
 EXPORT_FILE = "keras_seq.json"
 
@@ -232,7 +232,7 @@ class _TextSignature:
         }
 
 
-class CTranslate2Servable:
+class CTranslate2Servable(ServableBase):
     """A CTranslate2 translator export as `keras-seq serve` serves it.
 
     Its signatures are the SavedModel's text ones: `serving_default`
@@ -300,33 +300,6 @@ class CTranslate2Servable:
                     translations[i, j] = target.join(tokens).encode()
                     scores[i, j] = score
         return {"translations": translations, "scores": scores}
-
-    def signature(self, name):
-        if name not in self.signatures:
-            raise RequestError(
-                400,
-                f'Serving signature name: "{name}" not found in signature def '
-                f"(it has {', '.join(self.signatures)})",
-            )
-        return self.signatures[name]
-
-    def metadata(self, model_name):
-        """The body of GET .../metadata, as TF Serving's GetModelMetadata."""
-        return {
-            "model_spec": {
-                "name": model_name,
-                "signature_name": "",
-                "version": str(self.version),
-            },
-            "metadata": {
-                "signature_def": {
-                    "@type": "type.googleapis.com/tensorflow.serving.SignatureDefMap",
-                    "signature_def": {
-                        name: s.signature_def() for name, s in self.signatures.items()
-                    },
-                }
-            },
-        }
 
 
 def _read_lines(texts):

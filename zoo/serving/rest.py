@@ -42,6 +42,47 @@ class LoadError(Exception):
     """A directory that does not load as an exported SavedModel."""
 
 
+class ServableBase:
+    """What every servable shares: its signatures by name, and the model
+    metadata TF Serving's GetModelMetadata answers.
+
+    A servable sets `version`, `signatures` (name -> an object with
+    `signature_def()`) and may set `signature_defs` (the SignatureDefMap as
+    JSON; by default built from the signatures).
+    """
+
+    signature_defs = None
+
+    def signature(self, name):
+        """The signature called `name`; a 400 for another."""
+        if name not in self.signatures:
+            raise RequestError(
+                400,
+                f'Serving signature name: "{name}" not found in signature def '
+                f"(it has {', '.join(self.signatures)})",
+            )
+        return self.signatures[name]
+
+    def metadata(self, model_name):
+        """The body of GET .../metadata, as TF Serving's GetModelMetadata."""
+        signature_defs = self.signature_defs or {
+            name: s.signature_def() for name, s in self.signatures.items()
+        }
+        return {
+            "model_spec": {
+                "name": model_name,
+                "signature_name": "",
+                "version": str(self.version),
+            },
+            "metadata": {
+                "signature_def": {
+                    "@type": "type.googleapis.com/tensorflow.serving.SignatureDefMap",
+                    "signature_def": signature_defs,
+                }
+            },
+        }
+
+
 def is_string(spec):
     """Whether a signature input or output holds strings."""
     return spec.dtype.name == "string"

@@ -17,6 +17,7 @@ from zoo.serving.rest import (  # noqa: F401  (the names servers import from her
     DEFAULT_SIGNATURE,
     LoadError,
     RequestError,
+    ServableBase,
     format_outputs,
     parse_predict,
     to_array,
@@ -70,7 +71,7 @@ class Signature:
         return arrays
 
 
-class Servable:
+class Servable(ServableBase):
     """An exported SavedModel version, loaded, with its signatures.
 
     Args:
@@ -101,28 +102,3 @@ class Servable:
         }
         if not self.signatures:
             raise LoadError(f"{path} has no signature to serve.")
-
-    def signature(self, name):
-        if name not in self.signatures:
-            raise RequestError(
-                400,
-                f'Serving signature name: "{name}" not found in signature def '
-                f"(it has {', '.join(self.signatures)})",
-            )
-        return self.signatures[name]
-
-    def metadata(self, model_name):
-        """The body of GET .../metadata, as TF Serving's GetModelMetadata."""
-        return {
-            "model_spec": {
-                "name": model_name,
-                "signature_name": "",
-                "version": str(self.version),
-            },
-            "metadata": {
-                "signature_def": {
-                    "@type": "type.googleapis.com/tensorflow.serving.SignatureDefMap",
-                    "signature_def": self.signature_defs,
-                }
-            },
-        }

@@ -3,12 +3,9 @@
 import numpy as np
 import pytest
 
-from zoo.recipes.inputs import (
-    UsageError,
-    check_int_in,
-    check_text_list,
-    reported_as_usage,
-)
+# The option check the application takes from the library.
+from keras_seq.validation import check_int_in
+from zoo.recipes.inputs import UsageError, check_text_list, reported_as_usage
 
 
 def test_check_text_list_takes_lists_and_refuses_one_str():
