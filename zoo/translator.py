@@ -34,6 +34,32 @@ from zoo.common import (
     resolve_config,
 )
 
+# The arguments the encoder and decoder blocks take from the translator's.
+_BLOCK_ARGUMENTS = (
+    "num_heads", "ff_dim", "key_dim", "value_dim", "dropout", "norm_first",
+    "attention_bias", "layer_norm_epsilon",
+)  # fmt: skip
+
+
+def _check_config(config):
+    for name in (
+        "source_vocabulary_size",
+        "target_vocabulary_size",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "model_dim",
+    ):
+        check_positive_int(config[name], name)
+    # A start token (or a prompt's first) and one token after it.
+    check_int_in(config["max_length"], "max_length", 2, None, "", allow_none=False)
+    sizes = config["source_vocabulary_size"], config["target_vocabulary_size"]
+    if config["tie_embeddings"] and sizes[0] != sizes[1]:
+        raise ValueError(
+            "`tie_embeddings=True` shares one vocabulary, so "
+            "`source_vocabulary_size` must equal `target_vocabulary_size`; "
+            f"received {sizes[0]} and {sizes[1]}."
+        )
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class Translator(GenerativeModel, TokenIdsModel):
@@ -99,32 +125,8 @@ class Translator(GenerativeModel, TokenIdsModel):
     ):
         arguments = locals()
         config = {name: arguments[name] for name in hyperparameters(Translator)}
-        for name in (
-            "source_vocabulary_size",
-            "target_vocabulary_size",
-            "num_encoder_layers",
-            "num_decoder_layers",
-            "model_dim",
-        ):
-            check_positive_int(config[name], name)
-        # A start token (or a prompt's first) and one token after it.
-        check_int_in(max_length, "max_length", 2, None, "", allow_none=False)
-        if tie_embeddings and source_vocabulary_size != target_vocabulary_size:
-            raise ValueError(
-                "`tie_embeddings=True` shares one vocabulary, so "
-                "`source_vocabulary_size` must equal `target_vocabulary_size`; "
-                f"received {source_vocabulary_size} and {target_vocabulary_size}."
-            )
-        block_kwargs = {
-            "num_heads": num_heads,
-            "ff_dim": ff_dim,
-            "key_dim": key_dim,
-            "value_dim": value_dim,
-            "dropout": dropout,
-            "norm_first": norm_first,
-            "attention_bias": attention_bias,
-            "layer_norm_epsilon": layer_norm_epsilon,
-        }
+        _check_config(config)
+        block_kwargs = {name: config[name] for name in _BLOCK_ARGUMENTS}
 
         # Layers.
         def embedding(vocabulary_size, name):

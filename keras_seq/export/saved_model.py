@@ -225,6 +225,63 @@ def _ids_spec(*names):
     return [tf.TensorSpec([None, None], tf.int32, name=name) for name in names]
 
 
+def _translator_beam_search(
+    model, preprocessor, max_new_tokens, beam_width, length_penalty, num_return
+):
+    """The `beam_search` signature's function: sentences -> n-best
+    translations and scores."""
+
+    def beam(sentences):
+        def compute():
+            ids = preprocessor.generate_preprocess(sentences)
+            generated, scores = model.beam_search(
+                ids,
+                max_new_tokens,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                num_return=num_return,
+                start_token_id=START_ID,
+                end_token_id=END_ID,
+            )
+            flat = tf.reshape(generated, [-1, max_new_tokens])
+            text = preprocessor.detokenize_graph(flat)
+            text = tf.reshape(text, [-1, num_return])
+            text = tf.where(_blank(ids)[:, None], "", text)
+            return text, tf.cast(scores, "float32")
+
+        def empty():
+            return (
+                tf.zeros([0, num_return], tf.string),
+                tf.zeros([0, num_return], "float32"),
+            )
+
+        text, scores = _guard_empty_batch(sentences, compute, empty)
+        return {"translations": text, "scores": scores}
+
+    return beam
+
+
+def _translator_logits(model):
+    """The `logits` signature's function, refusing ids out of range and
+    sequences past the model's `max_length` inside the graph."""
+    max_length = _max_length(model)
+
+    def logits(encoder_token_ids, decoder_token_ids):
+        inputs = {
+            "encoder_token_ids": _checked_ids(
+                encoder_token_ids, "encoder_token_ids",
+                model.source_vocabulary_size, "source_vocabulary_size", max_length,
+            ),
+            "decoder_token_ids": _checked_ids(
+                decoder_token_ids, "decoder_token_ids",
+                model.target_vocabulary_size, "target_vocabulary_size", max_length,
+            ),
+        }  # fmt: skip
+        return {"logits": tf.cast(model(inputs, training=False), "float32")}
+
+    return logits
+
+
 def export_translator(
     model,
     preprocessor,
@@ -308,32 +365,9 @@ def export_translator(
             )
         }
 
-    def beam(sentences):
-        def compute():
-            ids = preprocessor.generate_preprocess(sentences)
-            generated, scores = model.beam_search(
-                ids,
-                max_new_tokens,
-                beam_width=beam_width,
-                length_penalty=length_penalty,
-                num_return=num_return,
-                start_token_id=START_ID,
-                end_token_id=END_ID,
-            )
-            flat = tf.reshape(generated, [-1, max_new_tokens])
-            text = preprocessor.detokenize_graph(flat)
-            text = tf.reshape(text, [-1, num_return])
-            text = tf.where(_blank(ids)[:, None], "", text)
-            return text, tf.cast(scores, "float32")
-
-        def empty():
-            return (
-                tf.zeros([0, num_return], tf.string),
-                tf.zeros([0, num_return], "float32"),
-            )
-
-        text, scores = _guard_empty_batch(sentences, compute, empty)
-        return {"translations": text, "scores": scores}
+    beam = _translator_beam_search(
+        model, preprocessor, max_new_tokens, beam_width, length_penalty, num_return
+    )
 
     def tokenize(sentences):
         return {
@@ -341,21 +375,7 @@ def export_translator(
             "truncated": preprocessor.truncated(sentences),
         }
 
-    max_length = _max_length(model)
-
-    def logits(encoder_token_ids, decoder_token_ids):
-        inputs = {
-            "encoder_token_ids": _checked_ids(
-                encoder_token_ids, "encoder_token_ids",
-                model.source_vocabulary_size, "source_vocabulary_size", max_length,
-            ),
-            "decoder_token_ids": _checked_ids(
-                decoder_token_ids, "decoder_token_ids",
-                model.target_vocabulary_size, "target_vocabulary_size", max_length,
-            ),
-        }  # fmt: skip
-        return {"logits": tf.cast(model(inputs, training=False), "float32")}
-
+    logits = _translator_logits(model)
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.source_tokenizer, preprocessor.target_tokenizer)
     archive.add_endpoint("serving_default", greedy, _string_spec("sentences"))
