@@ -32,14 +32,13 @@ callbacks and no `tensorflow_text` ops, so it can live inside a SavedModel.
 Both use the same rule table.
 """
 
-import re
-
 import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from keras_seq.text.spacing import PYTHON_RULES, RE2_RULES
+from keras_seq.text import spacing
+from keras_seq.text.spacing import RE2_RULES
 from keras_seq.text.vocabulary import (
     END_ID,
     PAD_ID,
@@ -54,7 +53,6 @@ from keras_seq.text.vocabulary import (
 # The clean-up rules of `keras_seq.text.spacing`, after the first rule here,
 # which glues `##` suffix pieces on.
 _GLUE = (" " + SUFFIX_INDICATOR, "")
-_PYTHON_RULES = ((re.compile(re.escape(_GLUE[0])), _GLUE[1]),) + PYTHON_RULES
 _RE2_RULES = (_GLUE,) + RE2_RULES
 
 
@@ -173,9 +171,7 @@ def clean_up_spacing(text):
     >>> clean_up_spacing("i don ' t know , do you ?")
     "i don't know, do you?"
     """
-    for pattern, rewrite in _PYTHON_RULES:
-        text = pattern.sub(rewrite, text)
-    return text
+    return spacing.clean_up_spacing(text.replace(*_GLUE))
 
 
 def detokenize(tokenizer, ids):
