@@ -68,8 +68,28 @@ def _machine():
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
         "platform": platform.platform(),
-        "gpu": "none (CPU only)",
+        "gpu": _gpu_name(),
     }
+
+
+def _gpu_name():
+    """The GPU that `nvidia-smi` lists first, or "none (CPU only)".
+
+    Asked of the driver's tool rather than a framework, so that this parent
+    process imports none of them.
+    """
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "none (CPU only)"
+    names = [
+        line.split(":", 1)[-1].split("(UUID")[0].strip()
+        for line in done.stdout.splitlines()
+        if line.startswith("GPU")
+    ]
+    return names[0] if done.returncode == 0 and names else "none (CPU only)"
 
 
 def _environment(backend):

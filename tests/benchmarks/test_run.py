@@ -82,3 +82,23 @@ def test_decoding_of_several_processes_is_the_median_of_their_medians():
     assert cached["times"] == [0.010, 0.014, 0.012]
     assert merged["keras-seq | recompute greedy"]["ms"] == 84.0
     assert merged["keras-hub | cached greedy"]["ms"] == 16.0
+
+
+def test_the_machine_names_the_gpu_that_nvidia_smi_lists(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1234)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert run._machine()["gpu"] == "NVIDIA H100 80GB HBM3"
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert run._machine()["gpu"] == "none (CPU only)"
+
+
+def test_the_report_says_where_the_figures_were_computed():
+    from benchmarks import report
+
+    gpu = report._device_words({"gpu": "NVIDIA H100 80GB HBM3"})
+    assert gpu.startswith("GPU NVIDIA H100 80GB HBM3")
+    assert report._device_words({"gpu": "none (CPU only)"}) == (
+        "no GPU (every figure is CPU)"
+    )
