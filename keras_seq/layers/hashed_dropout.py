@@ -48,6 +48,10 @@ _GOLDEN = 0x9E3779B9
 # The two multipliers of lowbias32 (shifts 16, 15, 16).
 _MIX_1, _MIX_2 = 0x7FEB352D, 0x846CA68B
 _LOW_32 = 0xFFFFFFFF
+# Backends whose `HashedDropout` draws its mask with `keras.random.dropout`:
+# the hash pays where XLA fuses it into the multiply, but eager PyTorch
+# launches each of its two dozen integer operations over the whole mask.
+NATIVE_MASK_BACKENDS = ("torch",)
 
 
 def word_dtype():
@@ -173,7 +177,9 @@ class HashedDropout(keras.layers.Dropout):
     `keras.layers.Dropout`; the mask comes from `hashed_dropout`, which
     draws two random numbers per call instead of one per element and is
     fused into the multiply under XLA. Every dropout of keras-seq's
-    Transformer layers and builders is this one.
+    Transformer layers and builders is this one. On the backends of
+    `NATIVE_MASK_BACKENDS` (PyTorch, which runs eagerly and fuses nothing)
+    the mask is `keras.random.dropout`'s instead, with the same seeds.
 
     Args:
         rate: float in [0, 1), the probability of dropping an element.
@@ -202,6 +208,17 @@ class HashedDropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
+        if (
+            training
+            and self.rate > 0
+            and keras.backend.backend() in NATIVE_MASK_BACKENDS
+        ):
+            return keras.random.dropout(
+                inputs,
+                self.rate,
+                noise_shape=self.noise_shape,
+                seed=self.seed_generator,
+            )
         if training and self.rate > 0:
             return hashed_dropout(
                 inputs,

@@ -177,3 +177,22 @@ def test_saved_in_a_keras_file(tmp_path):
     layer = restored.get_layer("drop")
     assert type(layer) is HashedDropout
     assert layer.get_config() == model.get_layer("drop").get_config()
+
+
+def test_the_layer_hashes_its_mask_except_where_the_backend_draws_natively():
+    # Eager PyTorch draws natively (`NATIVE_MASK_BACKENDS`); elsewhere the
+    # mask is the hash's.
+    from keras_seq.layers.hashed_dropout import NATIVE_MASK_BACKENDS
+
+    x = keras.ops.ones((64, 32))
+    out = HashedDropout(0.3, seed=4)(x, training=True)
+    seed = keras.random.SeedGenerator(4)
+    if keras.backend.backend() in NATIVE_MASK_BACKENDS:
+        expected = keras.random.dropout(x, 0.3, seed=seed)
+    else:
+        expected = hashed_dropout(x, 0.3, seed=seed)
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(out), keras.ops.convert_to_numpy(expected)
+    )
+    dropped = (keras.ops.convert_to_numpy(out) == 0).mean()
+    assert _within(dropped, 0.3, 64 * 32)
