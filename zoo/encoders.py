@@ -51,6 +51,7 @@ def _encoder_stack(config, token_ids):
             key_dim=config["key_dim"],
             value_dim=config["value_dim"],
             dropout=config["dropout"],
+            attention_dropout=config["attention_dropout"],
             norm_first=config["norm_first"],
             attention_bias=config["attention_bias"],
             layer_norm_epsilon=config["layer_norm_epsilon"],
@@ -77,6 +78,8 @@ class Classifier(TokenIdsModel):
         num_heads, key_dim, value_dim, ff_dim, norm_first, attention_bias,
             layer_norm_epsilon: see `keras_seq.layers.TransformerEncoderBlock`.
         dropout: float in [0, 1), in the blocks and on the embeddings.
+        attention_dropout: float or None, on the attention weights (`None`:
+            `dropout`).
         max_length: int, longest input sequence.
         positional: `"learned"` (Eq. 7.28) or `"sinusoidal"` (Eq. 7.29).
         num_classes: int, number of classes C.
@@ -107,6 +110,7 @@ class Classifier(TokenIdsModel):
         value_dim=None,
         ff_dim=512,
         dropout=0.1,
+        attention_dropout=None,
         max_length=128,
         positional="learned",
         norm_first=False,
@@ -157,6 +161,8 @@ class MaskedLanguageModel(TokenIdsModel):
         num_heads, key_dim, value_dim, ff_dim, norm_first, attention_bias,
             layer_norm_epsilon: see `keras_seq.layers.TransformerEncoderBlock`.
         dropout: float in [0, 1), in the blocks and on the embeddings.
+        attention_dropout: float or None, on the attention weights (`None`:
+            `dropout`).
         max_length: int, longest input sequence.
         positional: `"learned"` (Eq. 7.28) or `"sinusoidal"` (Eq. 7.29).
         **kwargs: `name` and `trainable`, passed to `keras.Model`.
@@ -190,6 +196,7 @@ class MaskedLanguageModel(TokenIdsModel):
         value_dim=None,
         ff_dim=512,
         dropout=0.1,
+        attention_dropout=None,
         max_length=128,
         positional="learned",
         norm_first=False,

@@ -46,8 +46,8 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         vocabulary_size: int, the number of token ids.
         num_layers: int, the number of decoder blocks.
         model_dim: int, width of every block.
-        num_heads, key_dim, value_dim, ff_dim, dropout, norm_first,
-            attention_bias, layer_norm_epsilon: see
+        num_heads, key_dim, value_dim, ff_dim, dropout, attention_dropout,
+            norm_first, attention_bias, layer_norm_epsilon: see
             `TransformerDecoderBlock`.
         max_length: int, the longest text, prompt and continuation
             together.
@@ -75,6 +75,7 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
         value_dim=None,
         ff_dim=512,
         dropout=0.1,
+        attention_dropout=None,
         max_length=128,
         positional="learned",
         norm_first=True,
@@ -106,6 +107,7 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
                 key_dim=key_dim,
                 value_dim=value_dim,
                 dropout=dropout,
+                attention_dropout=attention_dropout,
                 norm_first=norm_first,
                 attention_bias=attention_bias,
                 layer_norm_epsilon=layer_norm_epsilon,

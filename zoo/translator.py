@@ -36,8 +36,8 @@ from zoo.common import (
 
 # The arguments the encoder and decoder blocks take from the translator's.
 _BLOCK_ARGUMENTS = (
-    "num_heads", "ff_dim", "key_dim", "value_dim", "dropout", "norm_first",
-    "attention_bias", "layer_norm_epsilon",
+    "num_heads", "ff_dim", "key_dim", "value_dim", "dropout", "attention_dropout",
+    "norm_first", "attention_bias", "layer_norm_epsilon",
 )  # fmt: skip
 
 
@@ -84,8 +84,9 @@ class Translator(GenerativeModel, TokenIdsModel):
             With `tie_embeddings` they must be equal (a shared vocabulary).
         num_encoder_layers, num_decoder_layers: block counts.
         model_dim: int, width p of every block.
-        num_heads, key_dim, value_dim, ff_dim, dropout, norm_first,
-            attention_bias, layer_norm_epsilon: see `TransformerBlock`.
+        num_heads, key_dim, value_dim, ff_dim, dropout, attention_dropout,
+            norm_first, attention_bias, layer_norm_epsilon: see
+            `TransformerBlock`.
         max_length: int, longest source or target sequence.
         positional: `"sinusoidal"` (Eq. 7.29) or `"learned"` (Eq. 7.28).
         tie_embeddings: bool, share one token table between the source, the
@@ -114,6 +115,7 @@ class Translator(GenerativeModel, TokenIdsModel):
         key_dim=None,
         value_dim=None,
         dropout=0.1,
+        attention_dropout=None,
         max_length=64,
         positional="sinusoidal",
         norm_first=False,

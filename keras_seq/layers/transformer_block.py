@@ -24,7 +24,12 @@ class TransformerBlock(keras.layers.Layer):
         key_dim: int, head width of queries and keys (m). Defaults to
             `model_dim // num_heads`, which `num_heads` must divide.
         value_dim: int, head width of values (m_v). Defaults to `key_dim`.
-        dropout: float, dropout after each sublayer and on attention weights.
+        dropout: float, dropout after each sublayer (and on the attention
+            weights unless `attention_dropout` is given).
+        attention_dropout: float or None, dropout on the attention weights;
+            `None` takes `dropout` (as configs saved without it did). At 0
+            training can take the fused attention kernel, which has no
+            dropout on the weights.
         activation: activation of the feed-forward hidden layer.
         norm_first: bool. `False` normalizes after each residual sum, as in
             the book and the original paper (post-norm); `True` normalizes
@@ -46,6 +51,7 @@ class TransformerBlock(keras.layers.Layer):
         key_dim=None,
         value_dim=None,
         dropout=0.0,
+        attention_dropout=None,
         activation="relu",
         norm_first=False,
         attention_bias=True,
@@ -61,11 +67,14 @@ class TransformerBlock(keras.layers.Layer):
         check_positive_int(key_dim, "key_dim", allow_none=True)
         check_positive_int(value_dim, "value_dim", allow_none=True)
         check_rate(dropout, "dropout")
+        if attention_dropout is not None:
+            check_rate(attention_dropout, "attention_dropout")
         self.num_heads = num_heads
         self.ff_dim = ff_dim
         self.key_dim = key_dim
         self.value_dim = value_dim
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.activation = keras.activations.get(activation)
         self.norm_first = norm_first
         self.attention_bias = attention_bias
@@ -95,7 +104,11 @@ class TransformerBlock(keras.layers.Layer):
             num_heads=self.num_heads,
             key_dim=key_dim,
             value_dim=value_dim,
-            dropout=self.dropout,
+            dropout=(
+                self.dropout
+                if self.attention_dropout is None
+                else self.attention_dropout
+            ),
             use_bias=self.attention_bias,
             attention_implementation=self.attention_implementation,
             kernel_initializer=clone_initializer(self.kernel_initializer),
@@ -143,6 +156,7 @@ class TransformerBlock(keras.layers.Layer):
                 "key_dim": self.key_dim,
                 "value_dim": self.value_dim,
                 "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "norm_first": self.norm_first,
                 "attention_bias": self.attention_bias,
