@@ -497,7 +497,11 @@ class GenerativeModel:
         # All given ids but the last go through the cache once, shared by
         # the beams; the beams start from the last one.
         for index in range(given_length - 1):
-            _, cache = decode(given[:, index : index + 1], index, context, cache)
+            # `[:, index][:, None]`, not `[:, index : index + 1]`: under XLA
+            # a slice from a traced index has a dynamic size (<= 1) that the
+            # cache's stack cannot take.
+            previous = ops.expand_dims(given[:, index], 1)
+            _, cache = decode(previous, index, context, cache)
         context, cache = keras.tree.map_structure(
             lambda x: tile_beams(x, beam_width), (context, cache)
         )

@@ -99,8 +99,11 @@ def test_generate_refuses_bad_input(model):
         model.generate(np.ones((1, 3), "float32"))
 
 
-def test_beam_search_width_one_and_scores(model):
-    prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")
+@pytest.mark.parametrize("prompt_length", [1, 3])
+def test_beam_search_width_one_and_scores(model, prompt_length):
+    # A one-token prompt has no tokens before the beams split (it once
+    # failed to compile under XLA on TensorFlow).
+    prompt = np.array([[10, 11, 12], [25, 26, 27]], "int32")[:, -prompt_length:]
     greedy, _ = _full_recompute(model, prompt, 6)
     one = keras.ops.convert_to_numpy(
         model.generate(
@@ -119,6 +122,7 @@ def test_beam_search_width_one_and_scores(model):
             logits = logits.astype("float64")
             log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
             new = ids[row, rank]
-            total = sum(log_probs[2 + t, token] for t, token in enumerate(new))
+            start = prompt_length - 1
+            total = sum(log_probs[start + t, token] for t, token in enumerate(new))
             assert scores[row, rank] == pytest.approx(total, abs=1e-3)
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
