@@ -229,6 +229,13 @@ def test_other_families_refuse_in_one_line(preprocessor_dir, tmp_path):
         export_ctranslate2(model, preprocessor_dir, tmp_path / "rnn")
 
 
+def test_a_keras_quantized_model_is_refused(preprocessor_dir, tmp_path):
+    model = _build()
+    model.quantize("int8")
+    with pytest.raises(ValueError, match="`model` is quantized"):
+        export_ctranslate2(model, preprocessor_dir, tmp_path / "quantized")
+
+
 def test_bad_quantization_and_existing_directory(exported, preprocessor_dir):
     model, out = exported
     with pytest.raises(ValueError, match="`quantization`"):
