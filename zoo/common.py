@@ -2,6 +2,7 @@
 
 import contextlib
 import inspect
+import re
 
 import keras
 
@@ -75,11 +76,34 @@ class TokenIdsModel(keras.Model):
         config = {"name": self.name, "trainable": self.trainable}
         for name in hyperparameters(type(self)):
             config[name] = getattr(self, name)
+        quantized = quantized_layers(self)
+        if quantized:
+            config["quantization"] = quantized
         return config
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        config = dict(config)
+        quantized = config.pop("quantization", None)
+        model = cls(**config)
+        if quantized:
+            requantize(model, quantized)
+        return model
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`, skipping the layers Keras cannot quantize.
+
+        Keras' int8 `EinsumDense` cannot rescale an equation whose output
+        keeps no axis of the kernel (the score vector v of additive
+        attention, `"btsu,u->bts"`); such a vector is also too small to gain
+        anything from int8, so it stays in float. See `keras.Model.quantize`
+        for the arguments.
+        """
+
+        def chosen(layer):
+            return quantizable(layer) and _matches(layer, filters)
+
+        super().quantize(mode, config=config, filters=chosen, **kwargs)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         for name, value in self._named_inputs(inputs):
@@ -281,6 +305,79 @@ def _trainer_variables(model):
 def _detached(variable):
     # The JAX trainer detaches a value by setting it to None.
     return getattr(variable, "_value", True) is None
+
+
+def quantizable(layer):
+    """Whether `TokenIdsModel.quantize` may quantize this (leaf) layer.
+
+    Layers without a quantization of their own (norms, dropout, recurrent
+    cells) are left out quietly rather than each warned about by Keras.
+    """
+    if type(layer).quantize is keras.layers.Layer.quantize:
+        return False
+    if isinstance(layer, keras.layers.EinsumDense):
+        return len(layer.kernel.shape) > 1
+    return True
+
+
+def _matches(layer, filters):
+    # `keras.Model.quantize`'s reading of its `filters`: a regex or a list
+    # of them searched in the layer's name, or a predicate.
+    if filters is None:
+        return True
+    if isinstance(filters, str):
+        filters = [filters]
+    if isinstance(filters, (list, tuple)):
+        return any(re.search(pattern, layer.name) for pattern in filters)
+    return bool(filters(layer))
+
+
+def quantized_layers(model):
+    """`{layer path: dtype policy name}` of the model's quantized layers.
+
+    A zoo model's config is its hyperparameters, so the layers it builds
+    from them are float when a `.keras` file is read; this record, kept in
+    the config, lets `requantize` give them the quantized variables the file
+    holds before Keras loads them.
+    """
+    return {
+        layer.path: layer.dtype_policy.name
+        for layer in model._flatten_layers()
+        if getattr(layer, "quantization_mode", None) is not None
+    }
+
+
+def requantize(model, quantized):
+    """Quantize `model`'s layers as `quantized_layers` recorded them.
+
+    Args:
+        model: a zoo model just built from its config.
+        quantized: `{layer path: dtype policy name}`, e.g.
+            `{"logits": "int8_from_float32"}`.
+    """
+    by_policy = {}
+    for path, policy_name in quantized.items():
+        by_policy.setdefault(policy_name, set()).add(path)
+    for policy_name, paths in by_policy.items():
+        policy = keras.dtype_policies.get(policy_name)
+        config = None
+        if policy.quantization_mode == "int4":
+            # The block size is the one setting of a mode its name carries.
+            config = keras.quantizers.Int4QuantizationConfig(
+                block_size=policy.block_size
+            )
+        keras.Model.quantize(
+            model,
+            policy.quantization_mode,
+            config=config,
+            filters=lambda layer, paths=paths: layer.path in paths,
+        )
+    missing = set(quantized) - set(quantized_layers(model))
+    if missing:
+        raise ValueError(
+            f"The config records quantized layers {sorted(missing)} that the "
+            "model built from it does not quantize."
+        )
 
 
 def _is_dataset(data):

@@ -120,6 +120,11 @@ class LogitsDense(keras.layers.Dense):
     def compute_mask(self, inputs, mask=None):
         return None
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        # Keras quantizes only exact `Dense`s; this one changes nothing but
+        # the mask, so `Dense`'s quantization applies as it is.
+        super().quantize(mode, type_check=False, config=config)
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class RNNLanguageModel(GenerativeModel, TokenIdsModel):

@@ -305,9 +305,10 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
         `output_dir`.
 
     Raises:
-        ValueError: for another model family, a configuration CTranslate2
-            cannot express, a vocabulary that does not fit the model, an
-            unknown `quantization` or an existing `output_dir`.
+        ValueError: for another model family, a model quantized by Keras,
+            a configuration CTranslate2 cannot express, a vocabulary that
+            does not fit the model, an unknown `quantization` or an existing
+            `output_dir`.
         ImportError: without the `ctranslate2` extra (one line naming it).
     """
     if quantization not in QUANTIZATIONS:
@@ -319,6 +320,18 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
     if os.path.exists(output_dir):
         raise ValueError(f"`output_dir` {output_dir} exists; choose a new directory.")
     family = _family(model)
+    quantized = sorted(
+        layer.path
+        for layer in model._flatten_layers()
+        if getattr(layer, "quantization_mode", None) is not None
+    )
+    if quantized:
+        # CTranslate2 quantizes float weights itself; Keras' int8 tables
+        # carry scales of their own that its specification has no place for.
+        raise ValueError(
+            f"`model` is quantized (layers {quantized[:3]}...); export the "
+            "float model and choose `quantization` here instead."
+        )
     require_ctranslate2()
     weights = _Weights(model)
     config = model.get_config()

@@ -107,10 +107,12 @@ def _mirrors(embedding, blocks, final_norm, output_dense):
             norms.append(block._cross_attention_norm)
         if not all(_plain_norm(norm) for norm in norms):
             return False
+    # The step reads float weights; a quantized or LoRA layer keeps its call.
+    table = embedding.token_embedding
     return not any(
-        getattr(dense, "quantization_mode", None)
-        or getattr(dense, "lora_enabled", False)
-        for dense in dense_layers
+        getattr(layer, "quantization_mode", None)
+        or getattr(layer, "lora_enabled", False)
+        for layer in [table, *dense_layers]
     )
 
 

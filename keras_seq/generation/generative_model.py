@@ -204,6 +204,17 @@ class GenerativeModel:
     def _loop_step(self):
         return self.fast_decoding_step() or self.decoding_step
 
+    def quantize(self, mode=None, **kwargs):
+        """`keras.Model.quantize`, then the compiled loops are dropped.
+
+        The loops of `generate` and `beam_search` are compiled over the
+        model's variables of the time; quantizing replaces the float
+        weights of the quantized layers, so the next call compiles anew
+        over the quantized ones.
+        """
+        super().quantize(mode, **kwargs)
+        self.__dict__.pop("_generate_functions", None)
+
     def generate(
         self,
         token_ids,

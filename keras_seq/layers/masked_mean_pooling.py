@@ -24,6 +24,9 @@ class MaskedMeanPooling(keras.layers.Layer):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True
+        # No weights: built from the start, as Keras' weightless layers are,
+        # so that a model holding one it never called can still be quantized.
+        self.built = True
 
     def call(self, inputs, mask=None):
         if mask is None:

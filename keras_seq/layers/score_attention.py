@@ -234,12 +234,36 @@ class ScoreAttention(keras.layers.Layer):
         if self.score == "additive":
             return self._tanh_score(self._query_dense(query), self._key_dense(key))
         # concat: W [q; k] + b = W[:Q] q + (W[Q:] k + b), see the docstring.
+        if self._concat_dense.quantization_mode is not None:
+            return self._tanh_score(*self._quantized_concat_parts(query, key))
         query_dim = _static_dim(query, 2)
         kernel = ops.cast(self._concat_dense.kernel, self.compute_dtype)
         bias = ops.cast(self._concat_dense.bias, self.compute_dtype)
         query_part = ops.matmul(query, kernel[:query_dim])  # (B, T, U)
         key_part = ops.matmul(key, kernel[query_dim:]) + bias  # (B, S, U)
         return self._tanh_score(query_part, key_part)
+
+    def _quantized_concat_parts(self, query, key):
+        """`W[:Q] q` and `W[Q:] k + b` through the quantized layer's own call.
+
+        A quantized kernel cannot be sliced as floats; the layer applied to
+        `[q; 0]` and `[0; k]` gives the two halves, each row quantized by
+        its own largest value, as a call on `q` or `k` alone would be.
+        """
+        dense = self._concat_dense
+        zeros_for_key = ops.zeros_like(key[:, :1, :])  # (B, 1, K)
+        zeros_for_query = ops.zeros_like(query[:, :1, :])  # (B, 1, Q)
+        length_t, length_s = ops.shape(query)[1], ops.shape(key)[1]
+        padded_query = ops.concatenate(
+            [query, ops.repeat(zeros_for_key, length_t, axis=1)], axis=-1
+        )  # (B, T, Q + K)
+        padded_key = ops.concatenate(
+            [ops.repeat(zeros_for_query, length_s, axis=1), key], axis=-1
+        )  # (B, S, Q + K)
+        bias = ops.cast(dense.bias, self.compute_dtype)
+        query_part = dense(padded_query) - bias  # (B, T, U)
+        key_part = dense(padded_key)  # (B, S, U)
+        return query_part, key_part
 
     # Masks.
 

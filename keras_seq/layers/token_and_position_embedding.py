@@ -133,13 +133,20 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         # Checked here, not only by the position layer's build, so that the
         # message names this layer's argument.
         check_static_length(token_ids_shape[1], 0, self.max_length, name="token_ids")
-        self.token_embedding = keras.layers.Embedding(
+        # Keras' reversible embedding is the tied output layer too: quantized
+        # (`Model.quantize`), its reverse call reads the int8 table with its
+        # per-row scales, which are then the output layer's per-column ones.
+        self.token_embedding = keras.layers.ReversibleEmbedding(
             self.vocabulary_size,
             self.embedding_dim,
+            tie_weights=True,
             embeddings_initializer=clone_initializer(self.embeddings_initializer),
             dtype=self.dtype_policy,
             name="token_embedding",
         )
+        # Its reverse call receives hidden states that carry the padding
+        # mask, which the logits do not need.
+        self.token_embedding.supports_masking = True
         self.token_embedding.build(token_ids_shape)
         embedded_shape = tuple(token_ids_shape) + (self.embedding_dim,)
         if self.positional == "learned":
@@ -169,8 +176,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if reverse:
             # The output layer tied to the token table (Press & Wolf, 2017):
             # (B, T, D) x (D, V) -> (B, T, V) logits.
-            table = ops.cast(self.token_embedding.embeddings, token_ids.dtype)
-            return ops.matmul(token_ids, ops.transpose(table))
+            return self.token_embedding(token_ids, reverse=True)
         self._check_token_ids(token_ids, start_index)
         x = self.token_embedding(token_ids)  # (B, T, D)
         if self.scale_embeddings:

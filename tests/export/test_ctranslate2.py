@@ -229,6 +229,32 @@ def test_other_families_refuse_in_one_line(preprocessor_dir, tmp_path):
         export_ctranslate2(model, preprocessor_dir, tmp_path / "rnn")
 
 
+def test_one_intra_thread_by_default(exported, monkeypatch):
+    # More threads than free cores made CTranslate2 many times slower.
+    created = []
+
+    def translator(*args, **kwargs):
+        created.append(kwargs)
+        return original(*args, **kwargs)
+
+    original = ctranslate2.Translator
+    monkeypatch.setattr(ctranslate2, "Translator", translator)
+    _, out = exported
+    CTranslate2Model(out)
+    CTranslate2Model(out, intra_threads=2)
+    assert [(k["inter_threads"], k["intra_threads"]) for k in created] == [
+        (1, 1),
+        (1, 2),
+    ]
+
+
+def test_a_keras_quantized_model_is_refused(preprocessor_dir, tmp_path):
+    model = _build()
+    model.quantize("int8")
+    with pytest.raises(ValueError, match="`model` is quantized"):
+        export_ctranslate2(model, preprocessor_dir, tmp_path / "quantized")
+
+
 def test_bad_quantization_and_existing_directory(exported, preprocessor_dir):
     model, out = exported
     with pytest.raises(ValueError, match="`quantization`"):

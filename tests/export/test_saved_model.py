@@ -310,3 +310,40 @@ def test_served_logits_refuse_ids_out_of_range_and_too_long(translator, tmp_path
         "assertion failed: [`encoder_token_ids` must lie in [0, 38) "
         "(source_vocabulary_size=38); received values in [-1, 6].]"
     )
+
+
+def test_quantized_translator_serves_its_own_ids(translator, tmp_path):
+    """A translator after `quantize("int8")` exports, and the SavedModel, in a
+    fresh process, translates as the quantized model does in process."""
+    model, preprocessor = translator
+    model.save(tmp_path / "float.keras")
+    quantized = keras.saving.load_model(tmp_path / "float.keras")  # A copy.
+    quantized.quantize("int8")
+    path = export.export_translator(
+        quantized, preprocessor, tmp_path / "served", max_new_tokens=16, beam_width=3
+    )
+    expected = recipe.translate_texts(
+        quantized, preprocessor, SENTENCES, max_new_tokens=16
+    )
+    assert expected[0].startswith("w1 w2")  # Still a copy after quantization.
+    fresh = _fresh_process(path, SENTENCES)
+    assert fresh["out"]["serving_default"]["translations"] == expected
+    ids = np.asarray(fresh["out"]["tokenize"]["token_ids"])
+    best, scores = quantized.beam_search(ids, 16, beam_width=3, num_return=3)
+    served = fresh["out"]["beam_search"]
+    assert served["translations"][0] == preprocessor.detokenize(np.asarray(best)[0])
+    np.testing.assert_allclose(served["scores"], np.asarray(scores), atol=1e-4)
+    # The served variables are the int8 weights, not float copies of them.
+    float_path = export.export_translator(
+        model, preprocessor, tmp_path / "served-float", max_new_tokens=16
+    )
+    float_size = _directory_size(os.path.join(float_path, "variables"))
+    assert _directory_size(os.path.join(path, "variables")) < 0.6 * float_size
+
+
+def _directory_size(path):
+    return sum(
+        os.path.getsize(os.path.join(folder, name))
+        for folder, _, names in os.walk(path)
+        for name in names
+    )

@@ -45,8 +45,13 @@ class CTranslate2Model:
         device: `"cpu"` (or `"cuda"` where CTranslate2 has it).
         compute_type: `"default"` keeps the saved quantization; `"int8"`,
             `"float32"`, ... convert when loading.
-        inter_threads, intra_threads: CTranslate2's threading (0: its
+        inter_threads: batches CTranslate2 translates at once (0: its
             default).
+        intra_threads: threads of one batch (0: CTranslate2's default, one
+            per core). One by default: with more threads than free cores
+            CTranslate2's workers wait on each other, up to 30x slower on a
+            shared two-core machine (see benchmarks/README.md); give more
+            where cores are free.
 
     Raises:
         ValueError: when the directory is not a translator export.
@@ -65,7 +70,7 @@ class CTranslate2Model:
         device="cpu",
         compute_type="default",
         inter_threads=1,
-        intra_threads=0,
+        intra_threads=1,
     ):
         ctranslate2 = _require_ctranslate2()
         directory = os.fspath(directory)

@@ -1,0 +1,196 @@
+"""Keras' post-training quantization (`model.quantize("int8")`) on every zoo
+family: logits close to float, generation over the quantized weights, and
+an exact `.keras` round trip, on every backend."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+import zoo
+from keras_seq.text.vocabulary import START_ID
+
+VOCABULARY_SIZE = 100
+
+
+def _ids(rng, batch, length):
+    # Ids from 5 on: no padding and no special token.
+    return rng.integers(5, VOCABULARY_SIZE, size=(batch, length)).astype("int32")
+
+
+def _pair(rng):
+    return {
+        "encoder_token_ids": _ids(rng, 3, 7),
+        "decoder_token_ids": _ids(rng, 3, 5),
+    }
+
+
+def _sequence(rng):
+    return _ids(rng, 3, 6)
+
+
+# name: (builder of a tiny model, its inputs).
+FAMILIES = {
+    "translator": (lambda: zoo.build_translator("tiny"), _pair),
+    "tied_translator": (
+        lambda: zoo.build_translator("tiny", tie_embeddings=True),
+        _pair,
+    ),
+    "language_model": (lambda: zoo.build_language_model("tiny"), _sequence),
+    "classifier": (lambda: zoo.build_classifier("tiny"), _sequence),
+    "masked_language_model": (
+        lambda: zoo.build_masked_language_model("tiny"),
+        _sequence,
+    ),
+    "rnn_translator": (lambda: zoo.build_rnn_translator("tiny"), _pair),
+    "rnn_seq2seq": (lambda: zoo.build_rnn_seq2seq("tiny"), _pair),
+    "rnn_language_model": (lambda: zoo.build_rnn_language_model("tiny"), _sequence),
+}
+
+# Int8 with one scale per output channel of a weight and one per row of an
+# activation rounds each factor of a product by at most half a step, 1/254
+# of that row's or channel's largest value. A logit goes through about a
+# dozen such products in series (embedding, attention, feed-forward,
+# output), so a few percent of the logits' range bounds the error; the tiny
+# models here stay under 2.5%.
+RELATIVE_TOLERANCE = 0.05
+
+
+def _numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def _quantized_kinds(model):
+    return {
+        type(layer).__name__
+        for layer in model._flatten_layers()
+        if layer.quantization_mode == "int8"
+    }
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def quantized(request, tmp_path_factory):
+    """`(name, float model's outputs, quantized model, inputs, .keras path)`."""
+    keras.utils.set_random_seed(0)
+    build, make_inputs = FAMILIES[request.param]
+    model = build()
+    inputs = make_inputs(np.random.default_rng(0))
+    float_outputs = _numpy(model(inputs))
+    model.quantize("int8")
+    path = tmp_path_factory.mktemp("quantized") / f"{request.param}.keras"
+    model.save(path)
+    return request.param, float_outputs, model, inputs, path
+
+
+def test_logits_close_to_float(quantized):
+    name, float_outputs, model, inputs, _ = quantized
+    outputs = _numpy(model(inputs))
+    error = np.abs(outputs - float_outputs).max()
+    assert error <= RELATIVE_TOLERANCE * np.abs(float_outputs).max()
+    assert error > 0  # The quantized weights are the ones read.
+    # The output projection and the token table are among them.
+    kinds = _quantized_kinds(model)
+    if name in ("tied_translator", "language_model"):
+        assert "ReversibleEmbedding" in kinds
+    elif "rnn" not in name:
+        assert {"ReversibleEmbedding", "Dense", "EinsumDense"} <= kinds
+    else:
+        assert {"Embedding", "LogitsDense"} & kinds
+
+
+def test_keras_file_round_trip_is_exact(quantized):
+    _, _, model, inputs, path = quantized
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_array_equal(_numpy(loaded(inputs)), _numpy(model(inputs)))
+    assert _quantized_kinds(loaded) == _quantized_kinds(model)
+    assert loaded.get_config() == model.get_config()
+
+
+def test_float_config_records_no_quantization():
+    assert "quantization" not in zoo.build_translator("tiny").get_config()
+
+
+def _reference_scores(model, source, ids):
+    """Sum of log-probabilities of `ids` (B, K, M) under full passes.
+
+    With no end token and no length penalty, this is what `beam_search`
+    scores each hypothesis; computed here by teacher-forced calls of the
+    whole model, not by the decoding loop.
+    """
+    batch, beams, length = ids.shape
+    flat = ids.reshape(batch * beams, length)
+    if isinstance(model, zoo.Translator):
+        given = np.full((batch * beams, 1), START_ID, "int32")
+        logits = model(
+            {
+                "encoder_token_ids": np.repeat(source, beams, axis=0),
+                "decoder_token_ids": np.concatenate([given, flat[:, :-1]], 1),
+            }
+        )
+    else:  # A language model continuing `source`.
+        prompt = np.repeat(source, beams, axis=0)
+        full = np.concatenate([prompt, flat[:, :-1]], axis=1)
+        logits = model(full)[:, prompt.shape[1] - 1 :]
+    log_probs = _numpy(ops.log_softmax(logits, axis=-1))  # (B K, M, V)
+    chosen = np.take_along_axis(log_probs, flat[..., None], axis=-1)[..., 0]
+    return chosen.sum(axis=1).reshape(batch, beams)
+
+
+@pytest.mark.parametrize("family", ["tied_translator", "language_model"])
+def test_generation_reads_the_quantized_weights(family):
+    keras.utils.set_random_seed(1)
+    build, _ = FAMILIES[family]
+    model = build()
+    rng = np.random.default_rng(1)
+    source = _ids(rng, 2, 6 if family == "tied_translator" else 3)
+    options = dict(beam_width=3, num_return=3, length_penalty=0.0, end_token_id=None)
+
+    # Compiled over the float weights first, as a notebook would.
+    ids, scores = (_numpy(x) for x in model.beam_search(source, 5, **options))
+    float_reference = _reference_scores(model, source, ids)
+    np.testing.assert_allclose(scores, float_reference, atol=1e-5)
+
+    model.quantize("int8")
+    ids, scores = (_numpy(x) for x in model.beam_search(source, 5, **options))
+    reference = _reference_scores(model, source, ids)
+    np.testing.assert_allclose(scores, reference, atol=1e-5)
+    # Float weights would score these hypotheses measurably otherwise.
+    assert np.abs(_reference_scores_float(build, source, ids) - scores).max() > 1e-4
+    # Greedy decoding follows the quantized logits as well: each id is the
+    # argmax of the full pass over the ids before it.
+    greedy = _numpy(model.generate(source, 5, end_token_id=None))
+    np.testing.assert_array_equal(greedy, _greedy_reference(model, source, 5))
+
+
+def _reference_scores_float(build, source, ids):
+    keras.utils.set_random_seed(1)
+    return _reference_scores(build(), source, ids)
+
+
+def _greedy_reference(model, source, length):
+    """Greedy ids by rerunning the whole model on each longer prefix."""
+    batch = source.shape[0]
+    ids = np.zeros((batch, 0), "int32")
+    for _ in range(length):
+        if isinstance(model, zoo.Translator):
+            given = np.full((batch, 1), START_ID, "int32")
+            logits = model(
+                {
+                    "encoder_token_ids": source,
+                    "decoder_token_ids": np.concatenate([given, ids], axis=1),
+                }
+            )
+        else:
+            logits = model(np.concatenate([source, ids], axis=1))
+        following = _numpy(logits)[:, -1].argmax(axis=-1).astype("int32")
+        ids = np.concatenate([ids, following[:, None]], axis=1)
+    return ids
+
+
+def test_quantize_skips_what_keras_cannot_quantize():
+    model = zoo.build_rnn_translator("tiny", score="additive")
+    model.quantize("int8")
+    kinds = {layer.name: layer.quantization_mode for layer in model._flatten_layers()}
+    # The score vector v stays float; the projections around it are int8.
+    assert kinds["score_vector"] is None
+    assert "int8" in kinds.values()
