@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Sentences of the training pairs, one unseen and one blank.
-SENTENCES = ("ich sehe du 010.", "er mag sie 231.", "wir kennen ich.", "")
+SENTENCES = ("Ich sehe du 010.", "Er mag sie 231.", "Wir kennen ich.", "")
 
 
 def _cli(backend, *args):

@@ -92,6 +92,16 @@ def add_parser(commands):
             settings.TranslatorSettings.variants,
         ),
     )
+    parser.add_argument(
+        "--lowercase",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_default(
+            "translators: lowercase the text the vocabularies learn and the "
+            "model reads and writes (runs before case was kept did)",
+            settings.TranslatorSettings.lowercase,
+        ),
+    )
     _add_runtime_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -218,6 +228,7 @@ def chosen_settings(args, defaults, overrides):
         "seed": "seed", "vocabulary_size": "vocabulary_size",
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
+        "lowercase": "lowercase",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(defaults)}
     given = {
@@ -294,6 +305,7 @@ def _check(args):
         ("--beam-width", args.beam_width, (None,)),
         ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
+        ("--lowercase", args.lowercase, (None, False)),
     ):
         if value not in unset and not family.translates:
             raise UsageError(

@@ -23,11 +23,17 @@ def add_parser(commands):
     parser.add_argument(
         "--saved-model",
         default=None,
-        help="an exported SavedModel (or its base); it decodes greedily",
+        help=(
+            "an exported SavedModel (or its base); it decodes with the beams "
+            "it was exported with (keras-seq export: "
+            f"{TranslatorSettings.beam_width}), or greedily with --beam-width 1"
+        ),
     )
     ctranslate2_model.add_translate_arguments(parser)
     train.add_beam_width_argument(
-        parser, "with --model-dir or --ctranslate2: beams of the search"
+        parser,
+        "beams of the search; with --saved-model, 1 or the exported width "
+        "(default there: the exported width)",
     )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
@@ -49,15 +55,12 @@ def run(args):
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, args.beam_width
         )
-    if args.saved_model and args.beam_width is not None:
-        raise UsageError(
-            "--beam-width applies to --model-dir; a SavedModel's "
-            "serving_default decodes greedily."
-        )
     from zoo.recipes import model_dir, saved_model
 
     if args.saved_model:
-        outputs = saved_model.serve(args.saved_model, read_texts(args.texts))
+        outputs = saved_model.serve(
+            args.saved_model, read_texts(args.texts), args.beam_width
+        )
     else:
         beam_width = args.beam_width or TranslatorSettings.beam_width
         trained = load_model_dir(args.model_dir, "translate")

@@ -36,29 +36,28 @@ def latest_version(path):
     return os.path.join(path, str(versions[-1]))
 
 
-def serve(path, sentences):
-    """Translates through an exported translator's `serving_default`.
+def serve(path, sentences, beam_width=1):
+    """Translates through an exported translator, as TF Serving would.
+
+    One beam decodes with `serving_default` (greedy); the export's own beam
+    width with its `beam_search` signature, whose best translation is the
+    one `model.generate(..., strategy="beam")` gives. The graph's beam
+    width is fixed when it is exported, so no other width can be decoded.
 
     Args:
         path: str, as `latest_version` takes it.
         sentences: list of str.
+        beam_width: int, 1 or the export's (`beam_width_of`); None: the
+            export's.
 
     Returns:
         A list of str, one translation per sentence.
 
     Raises:
-        UsageError: when the SavedModel does not load or is not an exported
-            translator.
+        UsageError: when the SavedModel does not load, is not an exported
+            translator, or cannot decode with `beam_width` beams.
     """
-    version = latest_version(path)
-    try:
-        served = tf.saved_model.load(version)
-    except (OSError, ValueError, tf.errors.OpError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error) else ""
-        raise UsageError(
-            f"--saved-model {path}: cannot load {version}/saved_model.pb "
-            f"({type(error).__name__}: {first_line})"
-        ) from None
+    served = _load(path)
     signature = served.signatures.get("serving_default")
     if signature is None or "translations" not in signature.structured_outputs:
         outputs = sorted(signature.structured_outputs) if signature else []
@@ -67,6 +66,60 @@ def serve(path, sentences):
             f"`sentences` to {outputs}; expected `translations` (an exported "
             "translator)."
         )
+    exported = beam_width_of(served)
+    beam_width = exported if beam_width is None else beam_width
+    if beam_width not in (1, exported):
+        raise UsageError(_beam_refusal(path, beam_width, exported))
+    if beam_width != 1:
+        signature = served.signatures["beam_search"]
     batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
-    result = signature(sentences=batch)
-    return [t.decode("utf-8") for t in result["translations"].numpy()]
+    translations = signature(sentences=batch)["translations"].numpy()
+    if beam_width != 1:
+        translations = translations[:, 0]  # (B, n) best first -> (B,)
+    return [t.decode("utf-8") for t in translations]
+
+
+def _load(path):
+    """The loaded newest version of `path`; a failure is one line."""
+    version = latest_version(path)
+    try:
+        return tf.saved_model.load(version)
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error) else ""
+        raise UsageError(
+            f"--saved-model {path}: cannot load {version}/saved_model.pb "
+            f"({type(error).__name__}: {first_line})"
+        ) from None
+
+
+def beam_width_of(served):
+    """The beams of a loaded translator export's `beam_search` signature.
+
+    Its `translations` are (B, n): every beam, best first, as
+    `keras_seq.export.export_translator` writes them unless told to return
+    fewer; 1 when the export has no beam signature.
+    """
+    signature = served.signatures.get("beam_search")
+    if signature is None or "translations" not in signature.structured_outputs:
+        return 1
+    width = signature.structured_outputs["translations"].shape[-1]
+    return int(width) if width else 1
+
+
+def _beam_refusal(path, beam_width, exported):
+    """The one line that refuses a beam width the export cannot decode."""
+    if exported == 1:
+        return (
+            f"--beam-width {beam_width}: the SavedModel {path} has no "
+            "beam_search signature and decodes greedily (--beam-width 1)."
+        )
+    if beam_width > exported:
+        how = f"was exported with {exported} beams, the most it decodes with"
+    else:
+        how = (
+            f"decodes with its exported {exported} beams or greedily, no width between"
+        )
+    return (
+        f"--beam-width {beam_width}: the SavedModel {path} {how}; give "
+        f"--beam-width {exported} or 1, or translate with --model-dir."
+    )

@@ -86,6 +86,9 @@ class TranslatorSettings(TrainingSettings):
         phrases: bool, add trans-de-en's phrase pairs.
         train_pairs: int or None, train on a random subset of that many
             training pairs (drawn with `seed`).
+        lowercase: bool, lowercase the text before the vocabularies learn
+            it, so the model reads and writes lowercased text. False keeps
+            case, which cased BLEU (sacreBLEU's default) scores.
     """
 
     recipe: str = "default"
@@ -106,6 +109,7 @@ class TranslatorSettings(TrainingSettings):
     variants: bool = False
     phrases: bool = False
     train_pairs: int | None = None
+    lowercase: bool = False
 
     resumable = (*TrainingSettings.resumable, "beam_width", "greedy_bleu")
 

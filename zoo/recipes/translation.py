@@ -37,7 +37,9 @@ from zoo.recipes.settings import TranslatorSettings
 RNN_MAX_LENGTH = defaults.UNBOUNDED_LENGTH
 
 
-def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
+def build_vocabularies(
+    pairs, vocabulary_size, output_dir=None, shared=False, lowercase=True
+):
     """Trains source and target WordPiece vocabularies.
 
     German and English share names, numbers and many word pieces, so with
@@ -49,19 +51,23 @@ def build_vocabularies(pairs, vocabulary_size, output_dir=None, shared=False):
         output_dir: str or None. Where to save the vocabularies
             (`run_dir.write_vocabularies`); nothing is saved when None.
         shared: bool, train one vocabulary on both sides.
+        lowercase: bool, learn lowercased words; the tokenizers must agree
+            (`text.make_tokenizer(..., lowercase=...)`, whose default this is).
 
     Returns:
         A `(source, target)` pair of token lists (the same list twice when
         `shared`).
     """
+
+    def learn(texts):
+        return text.train_wordpiece_vocabulary(texts, vocabulary_size, lowercase)
+
     if shared:
-        source = text.train_wordpiece_vocabulary(
-            [s for s, _ in pairs] + [t for _, t in pairs], vocabulary_size
-        )
+        source = learn([s for s, _ in pairs] + [t for _, t in pairs])
         target = source
     else:
-        source = text.train_wordpiece_vocabulary([s for s, _ in pairs], vocabulary_size)
-        target = text.train_wordpiece_vocabulary([t for _, t in pairs], vocabulary_size)
+        source = learn([s for s, _ in pairs])
+        target = learn([t for _, t in pairs])
     if output_dir:
         run_dir.RunDir(output_dir).write_vocabularies(
             {"source": source, "target": target}
@@ -202,8 +208,9 @@ class TranslatorResult:
         train_minutes: float, of `model.fit`.
         vocabulary_minutes: float, of the WordPiece training.
         averaged_epochs: int, the epochs whose mean weights the model holds.
-        test_bleu: dict, test BLEU keyed by decoding (`bleu_scores`); empty
-            until `run_translator` scores the test split.
+        test_bleu: dict, test BLEU keyed by decoding, cased first
+            (`bleu_scores`); empty until `run_translator` scores the test
+            split.
         test_hypotheses: dict of decoding (`"beam4"`, `"greedy"`) -> the
             test translations; empty until scored.
     """
@@ -246,11 +253,13 @@ class TranslatorResult:
         names = list(self.test_bleu)
         if not names:
             return "not scored"
-        bleu, cased = self.test_bleu[names[0]], self.test_bleu[names[1]]
+        bleu, lowercased = self.test_bleu[names[0]], self.test_bleu[names[1]]
         how = decoding_name(settings.beam_width)
-        words = f"test BLEU {bleu:.2f} (cased {cased:.2f}), {how}"
+        words = f"test BLEU {bleu:.2f} (lowercased {lowercased:.2f}), {how}"
         if settings.greedy_bleu and settings.beam_width != 1:
-            words += f"; {self.test_bleu['bleu_greedy']:.2f} greedy"
+            greedy = self.test_bleu["bleu_greedy"]
+            greedy_lowercased = self.test_bleu["bleu_greedy_lowercase"]
+            words += f"; {greedy:.2f} (lowercased {greedy_lowercased:.2f}) greedy"
         return words
 
 
@@ -304,10 +313,15 @@ def train_translator(
             f"training the WordPiece vocabularies on {len(corpus.train):,} pairs...",
             flush=True,
         )
+    # Case is kept unless the settings ask otherwise: the vocabularies learn
+    # the words as the tokenizers will read them.
     vocabularies = build_vocabularies(
-        corpus.train, settings.vocabulary_size, shared=shared
-    )
-    tokenizers = [text.make_tokenizer(v) for v in vocabularies]
+        corpus.train, settings.vocabulary_size, shared=shared,
+        lowercase=settings.lowercase,
+    )  # fmt: skip
+    tokenizers = [
+        text.make_tokenizer(v, lowercase=settings.lowercase) for v in vocabularies
+    ]
     vocabulary_minutes = (time.time() - started) / 60
     if "max_length" in config:
         overrides["max_length"] = max_length
@@ -424,15 +438,16 @@ def evaluate_translator(model, preprocessor, pairs, **generate_kwargs):
         **generate_kwargs: passed to `model.generate` (default greedy).
 
     Returns:
-        A dict with `bleu` (lowercase), `bleu_cased` and `hypotheses`.
+        A dict with `bleu` (cased, sacreBLEU's default), `bleu_lowercase`
+        and `hypotheses`.
     """
     hypotheses = translate_texts(
         model, preprocessor, [s for s, _ in pairs], **generate_kwargs
     )
     references = [t for _, t in pairs]
     return {
-        "bleu": corpus_bleu(hypotheses, references, lowercase=True),
-        "bleu_cased": corpus_bleu(hypotheses, references, lowercase=False),
+        "bleu": corpus_bleu(hypotheses, references, lowercase=False),
+        "bleu_lowercase": corpus_bleu(hypotheses, references, lowercase=True),
         "hypotheses": hypotheses,
     }
 
@@ -445,12 +460,15 @@ def decoding_name(beam_width):
 def bleu_scores(scores, beam_width):
     """`evaluate_translator`'s BLEU under keys that name the decoding.
 
+    The cased score, as sacreBLEU reports it by default and papers print
+    it, comes first; the lowercased one beside it.
+
     Returns:
-        `{"bleu_beam4": ..., "bleu_beam4_cased": ...}` for 4 beams,
-        `{"bleu_greedy": ..., "bleu_greedy_cased": ...}` for 1.
+        `{"bleu_beam4": ..., "bleu_beam4_lowercase": ...}` for 4 beams,
+        `{"bleu_greedy": ..., "bleu_greedy_lowercase": ...}` for 1.
     """
     name = "bleu_greedy" if beam_width == 1 else f"bleu_beam{beam_width}"
-    return {name: scores["bleu"], f"{name}_cased": scores["bleu_cased"]}
+    return {name: scores["bleu"], f"{name}_lowercase": scores["bleu_lowercase"]}
 
 
 def score_translator(model, preprocessor, pairs, beam_width):

@@ -44,7 +44,7 @@ def test_demo_writes_model_figures_and_metrics(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     run = json.loads((out / "run.json").read_text())
     # One set of keys: metrics.json holds run.json's figures and the history.
-    for key in ("bleu_beam4", "bleu_beam4_cased", "bleu_greedy", "train_minutes"):
+    for key in ("bleu_beam4", "bleu_beam4_lowercase", "bleu_greedy", "train_minutes"):
         assert metrics[key] == pytest.approx(run[key], abs=1e-4)
     assert metrics["params"] == run["params"] and len(metrics["bleu_history"]) == 1
     assert metrics["epochs"] == 1 and metrics["averaged_epochs"] == 1

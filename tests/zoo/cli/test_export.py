@@ -1,30 +1,102 @@
-"""`keras-seq export`: a run directory as a TF Serving version."""
+"""`keras-seq export`: a run directory as a TF Serving version, which
+translates as the run directory does."""
+
+import re
 
 import pytest
 
 from tests.zoo.conftest import run_cli
+from tests.zoo.serving.http_client import call
+
+# Cased as the shared run's data (`write_pairs`); one sentence lowercased.
+SENTENCES = ("Ich sehe du.", "Er mag sie.", "wir kennen ich.")
 
 
-def test_export_then_translate_through_the_saved_model(translator_run, tmp_path):
-    out = translator_run[0]
-    exported = run_cli("export", "--model-dir", out, "--export-dir", tmp_path)
-    assert exported.returncode == 0, exported.stderr[-2000:]
-    assert (tmp_path / "1" / "saved_model.pb").is_file()
-    sentences = ("ich sehe du.", "er mag sie.")
-    # Translated in this process (a fresh one translates in test_translate.py).
-    direct = run_cli(
-        "translate", "--model-dir", out, "--beam-width", "1", *sentences,
+@pytest.fixture(scope="module")
+def exported(translator_run, tmp_path_factory):
+    """The shared translator run exported once: `<base>/1/`."""
+    base = tmp_path_factory.mktemp("export")
+    result = run_cli(
+        "export", "--model-dir", translator_run[0], "--export-dir", base,
         in_process=True,
     )  # fmt: skip
-    served = run_cli(
-        "translate", "--saved-model", tmp_path, *sentences, in_process=True
-    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (base / "1" / "saved_model.pb").is_file()
+    return base
+
+
+def _lines(*args):
+    result = run_cli("translate", *args, *SENTENCES, in_process=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.splitlines()
+
+
+def test_export_then_translate_through_the_saved_model(translator_run, exported):
+    out = translator_run[0]
+    # A fresh process (`translate --model-dir` in one is in test_translate.py).
+    served = run_cli("translate", "--saved-model", exported, "--beam-width", "1",
+                     *SENTENCES)  # fmt: skip
     assert served.returncode == 0, served.stderr[-2000:]
-    assert served.stdout == direct.stdout
+    assert served.stdout.splitlines() == _lines("--model-dir", out, "--beam-width", "1")
     again = run_cli(
-        "export", "--model-dir", out, "--export-dir", tmp_path, in_process=True
+        "export", "--model-dir", out, "--export-dir", exported, in_process=True
     )
     assert again.returncode == 1 and "already holds version 1" in again.stderr
+
+
+def test_every_path_gives_the_same_cased_translations(translator_run, exported):
+    """`TrainedModel`, `translate --model-dir`, `translate --saved-model` and
+    the server give one set of strings greedily and one with 4 beams, case
+    kept."""
+    from zoo.recipes.model_dir import load_model_dir
+    from zoo.serving import ModelServer
+
+    out = translator_run[0]
+    trained = load_model_dir(str(out))
+    assert trained.preprocessor.settings()["lowercase"] is False
+    vocabulary = (out / "target_vocabulary.txt").read_text().split()
+    assert "I" in vocabulary and "She" in vocabulary  # learned with case
+    expected = {width: trained.translate(list(SENTENCES), width) for width in (1, 4)}
+    assert any(re.search("[A-Z]", line) for line in expected[1] + expected[4])
+    # The run's default (4 beams) on both, and each width named.
+    assert _lines("--model-dir", out) == _lines("--saved-model", exported)
+    assert _lines("--saved-model", exported) == expected[4]
+    for width in (1, 4):
+        assert _lines("--model-dir", out, "--beam-width", str(width)) == expected[width]
+        assert (
+            _lines("--saved-model", exported, "--beam-width", str(width))
+            == (expected[width])
+        )
+    server = ModelServer(str(exported / "1"), 1, "cased", port=0).start().load()
+    try:
+        path = "/v1/models/cased:predict"
+        status, body = call(server.url, "POST", path, {"instances": SENTENCES})
+        assert status == 200 and body["predictions"] == expected[1]
+        request = {"signature_name": "beam_search", "instances": SENTENCES}
+        status, body = call(server.url, "POST", path, request)
+        assert status == 200
+        assert [p["translations"][0] for p in body["predictions"]] == expected[4]
+    finally:
+        server.stop(grace=5)
+
+
+@pytest.mark.parametrize(
+    "width, reason",
+    [
+        ("5", "was exported with 4 beams, the most it decodes with"),
+        ("2", "decodes with its exported 4 beams or greedily, no width between"),
+    ],
+)
+def test_a_beam_width_the_export_cannot_decode_is_one_line(exported, width, reason):
+    result = run_cli(
+        "translate", "--saved-model", exported, "--beam-width", width, "Hallo.",
+        in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"keras-seq: --beam-width {width}: the SavedModel {exported} {reason}; "
+        "give --beam-width 4 or 1, or translate with --model-dir."
+    )
 
 
 def test_export_ctranslate2_then_translate_without_tensorflow(translator_run, tmp_path):
@@ -37,7 +109,7 @@ def test_export_ctranslate2_then_translate_without_tensorflow(translator_run, tm
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr[-2000:]
     assert (export_dir / "model.bin").is_file()
-    sentences = ("ich sehe du.", "er mag sie.", "")
+    sentences = (*SENTENCES, "")
     direct = run_cli(
         "translate", "--model-dir", out, "--beam-width", "1", *sentences,
         in_process=True,

@@ -158,10 +158,13 @@ def test_train_variants_outside_the_dictionary_is_refused(tmp_path, family, data
 
 def test_train_translator_writes_a_loadable_directory(translator_run):
     out, _, result = translator_run
-    assert "test BLEU" in result.stdout
+    assert "test BLEU" in result.stdout and "(lowercased " in result.stdout
     run = json.loads((out / "run.json").read_text())
     assert run["family"] == "translator"
     assert 0.0 <= run["bleu_beam4"] <= 100.0 and run["params"] > 1000
+    # Cased BLEU (sacreBLEU's default) first; lowercasing only adds matches.
+    assert list(run).index("bleu_beam4") < list(run).index("bleu_beam4_lowercase")
+    assert run["bleu_beam4"] <= run["bleu_beam4_lowercase"]
     assert run["epochs"] == 2 and run["averaged_epochs"] == 2
     assert (out / "history.csv").read_text().count("\n") == 3  # header + 2
     # The preset's max_length (tiny: 32) holds without --set max_length.
@@ -176,15 +179,15 @@ def test_train_applies_the_named_recipe(translator_run):
     assert settings["average_last_epochs"] == 2  # the flag's, over the recipe's 5
     # Its values too, so a backup made under other values is not resumed.
     assert settings["token_dropout"] == 0.1 and settings["label_smoothing"] == 0.2
+    assert settings["lowercase"] is False  # case kept unless --lowercase
     config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))
     assert config["config"]["dropout"] == 0.2  # the recipe's, over the preset's 0.0
     header = (out / "history.csv").read_text().splitlines()[0].split(",")
     assert "val_bleu" in header and (out / "learning_curves.png").stat().st_size > 1000
-    refused = run_cli(
-        "train", "classifier", "--recipe", "low-resource", in_process=True
-    )
-    assert refused.returncode == 1
-    assert "--recipe applies to translator and rnn-translator" in refused.stderr
+    for flag in (("--recipe", "low-resource"), ("--lowercase",)):
+        refused = run_cli("train", "classifier", *flag, in_process=True)
+        assert refused.returncode == 1
+        assert f"{flag[0]} applies to translator and rnn-translator" in refused.stderr
 
 
 @pytest.mark.parametrize(

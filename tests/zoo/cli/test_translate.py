@@ -1,8 +1,10 @@
 """`keras-seq translate`: a model directory's translations, from arguments
 or stdin, and its refusals."""
 
+import json
 import shutil
 
+from keras_seq.text.vocabulary import RESERVED_TOKENS
 from tests.zoo.conftest import run_cli
 
 
@@ -42,8 +44,28 @@ def test_translate_refuses_a_missing_or_wrong_directory(tmp_path):
     assert "give exactly one of --model-dir, --saved-model and --ctranslate2" in (
         both.stderr
     )
-    greedy = run_cli(
-        "translate", "--saved-model", tmp_path, "--beam-width", "2", in_process=True
+
+
+def test_a_lowercased_directory_loads_and_translates(tiny_runs, tmp_path):
+    """A run that lowercases (`--lowercase`, as every run did before case was
+    kept: `"lowercase": true` in preprocessor.json) reads any case and writes
+    lowercase, also without its preprocessor.json (older still)."""
+    out, _ = tiny_runs("rnn-translator")
+    settings = json.loads((out / "preprocessor.json").read_text())
+    assert settings["lowercase"] is True
+    words = (out / "target_vocabulary.txt").read_text().split()[len(RESERVED_TOKENS) :]
+    assert words == [w.lower() for w in words] and "i" in words
+    cased = ("Ich sehe du.", "Er mag sie.")
+    lowered = run_cli(
+        "translate", "--model-dir", out, *(s.lower() for s in cased), in_process=True
     )
-    assert greedy.returncode == 1
-    assert "--beam-width applies to --model-dir" in greedy.stderr
+    assert lowered.returncode == 0, lowered.stderr[-2000:]
+    lines = lowered.stdout.splitlines()
+    assert len(lines) == 2 and all(line == line.lower() for line in lines)
+    older = tmp_path / "older"
+    shutil.copytree(out, older)
+    (older / "preprocessor.json").unlink()
+    for directory in (out, older):
+        result = run_cli("translate", "--model-dir", directory, *cased, in_process=True)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.splitlines() == lines

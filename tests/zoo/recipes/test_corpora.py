@@ -10,7 +10,7 @@ from zoo.recipes.inputs import UsageError
 def test_a_pairs_file_is_split_by_line_number(tmp_path):
     corpus = corpora.translation_corpus(str(write_pairs(tmp_path / "p.tsv")))
     assert (len(corpus.train), len(corpus.validation), len(corpus.test)) == (90, 5, 5)
-    assert corpus.test[0] == ("ich sehe ich 000.", "i see i.")
+    assert corpus.test[0] == ("Ich sehe ich 000.", "I see i.")
 
 
 def test_train_pairs_draws_the_seeds_subset(tmp_path):

@@ -88,3 +88,49 @@ def test_a_bad_patience_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="`early_stopping_patience`"):
         recipe.train_translator(None, str(tmp_path), early_stopping_patience=0)
     assert not any(tmp_path.iterdir()), "refused before anything is written"
+
+
+def test_test_bleu_is_cased_first_with_the_lowercased_beside(monkeypatch):
+    import sacrebleu
+
+    from zoo.recipes import translation as recipe
+
+    references = ["I see you.", "We like her.", "He knows them."]
+    hypotheses = ["i see you.", "We like her.", "he knows them."]
+    monkeypatch.setattr(recipe, "translate_texts", lambda *a, **k: hypotheses)
+    scores = recipe.evaluate_translator(None, None, list(zip(references, references)))
+    assert scores["bleu"] == sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert scores["bleu"] == pytest.approx(61.6049, abs=1e-3)  # two words miss
+    assert scores["bleu_lowercase"] == pytest.approx(100.0)
+    named = recipe.bleu_scores(scores, 4)
+    assert list(named) == ["bleu_beam4", "bleu_beam4_lowercase"]
+    assert named["bleu_beam4"] == scores["bleu"]
+    assert list(recipe.bleu_scores(scores, 1)) == [
+        "bleu_greedy",
+        "bleu_greedy_lowercase",
+    ]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_a_run_keeps_case_unless_it_lowercases(tmp_path, lowercase):
+    """The vocabularies learn the text as the tokenizers read it: cased by
+    default, lowercased with `lowercase=True`; the preprocessor says which."""
+    from keras_seq.data import TranslationCorpus
+    from zoo.recipes import translation as recipe
+
+    pairs = [(f"Ich sehe {w}.", f"I see {w}.") for w in "abcdefgh"]
+    corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:2], test=pairs[:2])
+    result = recipe.train_translator(
+        corpus, str(tmp_path), preset="tiny", epochs=1, vocabulary_size=40,
+        bleu_sample=2, verbose=0, lowercase=lowercase,
+    )  # fmt: skip
+    preprocessor = result.preprocessor
+    assert preprocessor.settings()["lowercase"] is lowercase
+    source = preprocessor.source_tokenizer.get_vocabulary()
+    target = preprocessor.target_tokenizer.get_vocabulary()
+    assert ("Ich" in source, "I" in target) == (not lowercase, not lowercase)
+    assert ("ich" in source, "i" in target) == (lowercase, lowercase)
+    ids = preprocessor.tokenize_target(["I see a.", "i see a."]).to_list()
+    assert (ids[0] == ids[1]) is lowercase
+    expected = "i see a." if lowercase else "I see a."
+    assert preprocessor.detokenize([[2, *ids[0], 3]]) == [expected]
