@@ -2,9 +2,12 @@
 
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
+from keras_seq.text.preprocessor import warn_cut
+from keras_seq.text.vocabulary import PAD_ID
 from zoo.recipes.inputs import UsageError
 
 
@@ -39,6 +42,9 @@ def latest_version(path):
 def serve(path, sentences):
     """Translates through an exported translator's `serving_default`.
 
+    A sentence longer than the model's `max_length` is cut to it, and a
+    `TruncationWarning` says how many were, as `TrainedModel.translate`'s.
+
     Args:
         path: str, as `latest_version` takes it.
         sentences: list of str.
@@ -69,4 +75,21 @@ def serve(path, sentences):
         )
     batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
     result = signature(sentences=batch)
+    if sentences and "tokenize" in served.signatures:
+        _report_cut(served.signatures["tokenize"](sentences=batch))
     return [t.decode("utf-8") for t in result["translations"].numpy()]
+
+
+def _report_cut(tokenized):
+    """The preprocessor's `TruncationWarning`, from the `tokenize` signature
+    (a cut source keeps the model's longest length, which it names)."""
+    truncated = tokenized["truncated"].numpy()
+    if truncated.any():
+        ids = tokenized["token_ids"].numpy()[truncated]
+        limit = int(np.max(np.sum(ids != PAD_ID, axis=1)))
+        warn_cut(
+            int(truncated.sum()),
+            len(truncated),
+            "sentences",
+            f"model's max_length ({limit} tokens)",
+        )

@@ -10,7 +10,8 @@ def test_export_then_translate_through_the_saved_model(translator_run, tmp_path)
     exported = run_cli("export", "--model-dir", out, "--export-dir", tmp_path)
     assert exported.returncode == 0, exported.stderr[-2000:]
     assert (tmp_path / "1" / "saved_model.pb").is_file()
-    sentences = ("ich sehe du.", "er mag sie.")
+    long = " ".join(["du"] * 80) + "."  # Past the tiny max_length of 32.
+    sentences = ("ich sehe du.", long, "er mag sie.")
     # Translated in this process (a fresh one translates in test_translate.py).
     direct = run_cli(
         "translate", "--model-dir", out, "--beam-width", "1", *sentences,
@@ -21,6 +22,13 @@ def test_export_then_translate_through_the_saved_model(translator_run, tmp_path)
     )
     assert served.returncode == 0, served.stderr[-2000:]
     assert served.stdout == direct.stdout
+    # The cut is reported on both paths, in the same words.
+    note = (
+        "keras-seq: note: 1 of 3 sentences are longer than the model's "
+        "max_length (32 tokens); each was cut to it."
+    )
+    assert direct.stderr.splitlines()[-1] == note
+    assert served.stderr.splitlines() == [note]
     again = run_cli(
         "export", "--model-dir", out, "--export-dir", tmp_path, in_process=True
     )
