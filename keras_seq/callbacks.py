@@ -257,17 +257,68 @@ class ShuffleEpoch(keras.callbacks.Callback):
 def finished_epochs(backup_dir):
     """Epochs a previous, interrupted run finished, from its backup.
 
+    `BackupAndRestore(double_checkpoint=True)` keeps two copies of its
+    state; when the newest cannot be read (a kill or a full disk while it
+    was written, a damaged file) it loads the older one, an epoch earlier.
+    The choice is made here, once, by putting the older copy in the
+    newest's place, so that the history kept and the message shown name
+    the epoch training really resumes after.
+
     Args:
         backup_dir: str, the directory of `keras.callbacks.BackupAndRestore`.
 
     Returns:
         int, 0 when there is no backup.
     """
-    path = os.path.join(backup_dir, "training_metadata.json")
-    if not os.path.exists(path):
+    newest = _backup_copy(backup_dir, "")
+    epoch = _readable_epoch(*newest)
+    if epoch is not None:
+        return epoch
+    older = _backup_copy(backup_dir, ".bkp")
+    epoch = _readable_epoch(*older)
+    if epoch is None:
         return 0
-    with open(path, encoding="utf-8") as file:
-        return int(json.load(file)["epoch"])
+    for source, target in zip(older, newest):
+        shutil.copyfile(source, target)
+    return epoch
+
+
+def _backup_copy(backup_dir, suffix):
+    """(weights, metadata) paths of one copy, as `BackupAndRestore` names them."""
+    return (
+        os.path.join(backup_dir, "latest.weights.h5" + suffix),
+        os.path.join(backup_dir, "training_metadata.json" + suffix),
+    )
+
+
+def _readable_epoch(weights_path, metadata_path):
+    """The epoch of a backup copy whose files both read whole, else None."""
+    try:
+        with open(metadata_path, encoding="utf-8") as file:
+            epoch = json.load(file)["epoch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        return None
+    if not _readable_weights(weights_path):
+        return None
+    return epoch
+
+
+def _readable_weights(path):
+    """Whether every array of a `.weights.h5` file reads."""
+    import h5py  # Keras' own dependency for `.weights.h5`.
+
+    def read(name, item):
+        if isinstance(item, h5py.Dataset):
+            item[()]
+
+    try:
+        with h5py.File(path, "r") as file:
+            file.visititems(read)
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return False
+    return True
 
 
 def _resume_history(path, epochs, monitor, mode):

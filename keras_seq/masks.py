@@ -314,6 +314,30 @@ def masked_value(dtype):
     return float(info.min) * 0.7
 
 
+def mask_token_logits(logits, token_ids):
+    """(B, V) logits with the ids `token_ids` at the sentinel: never chosen.
+
+    Greedy choice, sampling (before temperature, top-k and top-p, so that
+    the nucleus is drawn from the tokens that may be chosen) and beam
+    search all read the masked logits.
+
+    Args:
+        logits: (B, V) float logits of the next token.
+        token_ids: a sequence of Python ints; ids outside [0, V) are
+            ignored.
+
+    Returns:
+        The logits, unchanged where an id may be chosen.
+    """
+    size = logits.shape[-1]
+    chosen = [i for i in token_ids if 0 <= i < size]
+    if not chosen:
+        return logits
+    allowed = np.ones((1, size), bool)
+    allowed[0, chosen] = False
+    return ops.where(allowed, logits, masked_value(logits.dtype))
+
+
 def masked_softmax(scores, mask, dtype):
     """Softmax over the last axis in which masked keys get zero weight.
 

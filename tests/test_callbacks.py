@@ -1,13 +1,19 @@
 """`EmaWeights`: the averaged weights are scored at epoch ends and kept.
 `AverageLastEpochs`: training ends with the mean of the last epoch ends."""
 
+import csv
 import os
 
 import keras
 import numpy as np
 import pytest
 
-from keras_seq.callbacks import AverageLastEpochs, EmaWeights
+from keras_seq.callbacks import (
+    AverageLastEpochs,
+    EmaWeights,
+    checkpoint_callbacks,
+    finished_epochs,
+)
 
 MOMENTUM = 0.8
 BATCHES = 4
@@ -194,3 +200,53 @@ def test_average_last_epochs_resumes_from_its_directory(tmp_path):
     for got, want in zip(model.get_weights(), expected):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert not directory.exists()
+
+
+class _Interrupt(keras.callbacks.Callback):
+    """Stops a run as a kill would: in epoch `epoch`, after it began."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+def _fit_with_backup(tmp_path, epochs, extra=()):
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
+    model.fit(
+        x,
+        x[:, :2],
+        batch_size=8,
+        epochs=epochs,
+        verbose=0,
+        callbacks=[*checkpoint_callbacks(str(tmp_path)), *extra],
+    )
+
+
+def test_resuming_from_the_older_backup_copy_logs_each_epoch_once(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _fit_with_backup(tmp_path, 5, extra=[_Interrupt(3)])
+    backup = tmp_path / "backup"
+    assert finished_epochs(str(backup)) == 3
+    # The newest copy is damaged: the older one, of epoch 2, is what loads.
+    weights = backup / "latest.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:100])
+    assert finished_epochs(str(backup)) == 2
+    _fit_with_backup(tmp_path, 5)
+    with open(tmp_path / "history.csv", encoding="utf-8") as file:
+        epochs = [row["epoch"] for row in csv.DictReader(file)]
+    assert epochs == ["0", "1", "2", "3", "4"]
+    assert not backup.exists()
+
+
+def test_an_unreadable_backup_without_an_older_copy_starts_afresh(tmp_path):
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / "training_metadata.json").write_text('{"epoch": 2')
+    assert finished_epochs(str(backup)) == 0

@@ -20,6 +20,7 @@ from keras_seq.generation.fast_step import torch_decoder_step
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids
+from keras_seq.text import UNSAMPLABLE_IDS
 from keras_seq.validation import check_int_in, check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -64,6 +65,8 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
     """
 
     label_bound = "vocabulary_size"
+    # Texts are sampled from it: no padding, [UNK], [START] or [MASK] in them.
+    unsamplable_token_ids = UNSAMPLABLE_IDS
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ from keras import ops
 
 from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
 from keras_seq.masks import PADDING_ID, check_token_ids, padding_mask
+from keras_seq.text import UNSAMPLABLE_IDS
 from keras_seq.validation import (
     check_bool,
     check_choice,
@@ -175,6 +176,8 @@ class RNNLanguageModel(GenerativeModel, TokenIdsModel):
     """
 
     label_bound = "vocabulary_size"
+    # Texts are sampled from it: no padding, [UNK], [START] or [MASK] in them.
+    unsamplable_token_ids = UNSAMPLABLE_IDS
 
     def __init__(
         self,

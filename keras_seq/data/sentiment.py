@@ -37,12 +37,15 @@ class SentimentCorpus:
         test: list of `(text, label)`.
         neutral_dropped: how many snippets had a mean score of exactly 0
             and were left out.
+        class_names: None, or the name of each label id (0 first) of a
+            corpus whose labels were given as names.
     """
 
     train: list
     validation: list
     test: list
     neutral_dropped: int = 0
+    class_names: tuple = None
 
 
 def data_dir():

@@ -480,7 +480,9 @@ def export_classifier(
             model's vocabulary and at most its `max_length`.
         export_dir: the directory that receives `<version>/`.
         version: int >= 1.
-        class_names: the C class names, or None for their ids.
+        class_names: the C class names, or None for the preprocessor's
+            `class_names` (the labels of a training file of names), or else
+            the ids as text.
 
     Returns:
         The path of the version directory.
@@ -500,7 +502,11 @@ def export_classifier(
     )
     path = _version_dir(export_dir, version)
     num_classes = config["num_classes"]
-    class_names = list(class_names or [str(i) for i in range(num_classes)])
+    class_names = list(
+        class_names
+        or getattr(preprocessor, "class_names", None)
+        or [str(i) for i in range(num_classes)]
+    )
     if len(class_names) != num_classes:
         raise ValueError(
             f"`class_names` must name the {num_classes} classes; received "

@@ -44,7 +44,7 @@ from keras_seq.generation.sampling import (
     run_sampler,
     zero_after_end,
 )
-from keras_seq.masks import padding_mask
+from keras_seq.masks import mask_token_logits, padding_mask
 from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import (
     check_finite,
@@ -130,6 +130,12 @@ class GenerativeModel:
     >>> ops.convert_to_numpy(cache).tolist()
     [2, 2]
     """
+
+    # Ids the model never outputs (special tokens such as padding, [UNK] or
+    # [MASK]): greedy choice, sampling and beam search never pick them
+    # (`keras_seq.masks.mask_token_logits`). The end token of a call is
+    # never masked: it ends an output.
+    unsamplable_token_ids = ()
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
         """Validate `token_ids`; return `max_new_tokens` or its default.
@@ -307,7 +313,7 @@ class GenerativeModel:
         check_seed(seed)
         sampler = make_sampler(strategy, temperature, top_k, top_p)
         key = (strategy, max_new_tokens, start_token_id, end_token_id)
-        key += (temperature, top_k, top_p)
+        key += (temperature, top_k, top_p, self._unsamplable(end_token_id))
         draw = None
         if strategy == "sample":
             draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
@@ -385,7 +391,7 @@ class GenerativeModel:
             scores = ops.zeros((batch_size, num_return), "float32")
             return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
-        key += (start_token_id, end_token_id)
+        key += (start_token_id, end_token_id, self._unsamplable(end_token_id))
 
         def make_fn():
             def search(token_ids):
@@ -404,6 +410,10 @@ class GenerativeModel:
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
         return run_compiled(self, key, make_fn, token_ids)
+
+    def _unsamplable(self, end_token_id):
+        """`unsamplable_token_ids` but the end token, as a tuple of ints."""
+        return tuple(int(i) for i in self.unsamplable_token_ids if i != end_token_id)
 
     def _check_options(
         self, beam_width, length_penalty, temperature=1.0, top_k=None, top_p=None
@@ -464,10 +474,12 @@ class GenerativeModel:
         never_ends = end_token_id is None or end_token_id < 0
         keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
         step = self._loop_step()
+        unsamplable = self._unsamplable(end_token_id)
 
         def next_logits(buffer, cache, index):
             previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
             logits, cache = step(previous, index - 1, context, cache)
+            logits = mask_token_logits(logits, unsamplable)  # (B, V)
             if draw is not None:
                 logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
             return logits, None, cache
@@ -517,8 +529,11 @@ class GenerativeModel:
             lambda x: tile_beams(x, beam_width), (context, cache)
         )
 
+        unsamplable = self._unsamplable(end_token_id)
+
         def step(previous, index, cache):
-            return decode(previous, index + given_length - 1, context, cache)
+            logits, cache = decode(previous, index + given_length - 1, context, cache)
+            return mask_token_logits(logits, unsamplable), cache
 
         def reorder(cache, rows):
             return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)

@@ -29,6 +29,9 @@ class ClassificationPreprocessor(SingleVocabularyPreprocessor):
         tokenizer: a tokenizer of `make_tokenizer`.
         max_length: int >= 1, the tokens a text is cut to (at most the
             model's `max_length`).
+        class_names: None (the classes are their ids), or one distinct
+            non-empty str per class id, 0 first, kept in
+            `preprocessor.json`: the names of text labels.
 
     Example:
 
@@ -38,6 +41,27 @@ class ClassificationPreprocessor(SingleVocabularyPreprocessor):
     >>> preprocessor.preprocess(tf.constant(["Good!"])).numpy()
     array([[5, 7, 0, 0]], dtype=int32)
     """
+
+    def __init__(self, tokenizer, max_length, class_names=None):
+        super().__init__(tokenizer, max_length)
+        self.class_names = _check_class_names(class_names)
+
+    def label_names(self, num_classes):
+        """The name of each class id: its `class_names`, or the id as text."""
+        if self.class_names is None:
+            return [str(i) for i in range(num_classes)]
+        if len(self.class_names) != num_classes:
+            raise ValueError(
+                f"`class_names` names {len(self.class_names)} classes; the "
+                f"model has {num_classes}."
+            )
+        return list(self.class_names)
+
+    def settings(self):
+        settings = super().settings()
+        if self.class_names is not None:
+            settings["class_names"] = list(self.class_names)
+        return settings
 
     def dataset(
         self,
@@ -76,6 +100,27 @@ class ClassificationPreprocessor(SingleVocabularyPreprocessor):
         dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
         dataset = map_without_autograph(dataset, self._pad)
         return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _check_class_names(class_names):
+    if class_names is None:
+        return None
+    if isinstance(class_names, str) or not isinstance(class_names, (list, tuple)):
+        raise TypeError(
+            "`class_names` must be None or a list of str; received "
+            f"{type(class_names).__name__}."
+        )
+    names = list(class_names)
+    if (
+        len(names) < 2
+        or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != len(names)
+    ):
+        raise ValueError(
+            "`class_names` must hold two or more distinct non-empty str, one "
+            f"per class id; received {names[:10]!r}."
+        )
+    return names
 
 
 def _check_labels(labels, count):

@@ -24,6 +24,9 @@ from keras_seq.validation import check_positive_int
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]", "[MASK]")
 PAD_ID, UNK_ID, START_ID, END_ID, MASK_ID = range(len(RESERVED_TOKENS))
+# The reserved ids a language model never writes into a text; [END] only
+# ends one (`GenerativeModel.unsamplable_token_ids`).
+UNSAMPLABLE_IDS = (PAD_ID, UNK_ID, START_ID, MASK_ID)
 
 # Suffix marker of WordPiece, as in keras-hub and BERT: "playing" may become
 # ["play", "##ing"].

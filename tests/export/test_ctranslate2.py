@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import keras
@@ -320,7 +321,9 @@ def test_serve_command_answers_tf_serving_requests_without_tensorflow(
     exported, greedy_outputs
 ):
     _, out = exported
-    command = ["serve", "--ctranslate2", str(out), "--port", "0", "--model-name", "m"]
+    # Batches of 2: the 3 sentences of a request run split, answered as one.
+    command = ["serve", "--ctranslate2", str(out), "--port", "0", "--model-name", "m",
+               "--max-batch-size", "2", "--max-rows-per-request", "3"]  # fmt: skip
     server = subprocess.Popen(
         [sys.executable, "-c", _reported_modules(command)],
         stdout=subprocess.PIPE,
@@ -341,6 +344,13 @@ def test_serve_command_answers_tf_serving_requests_without_tensorflow(
         )
         assert len(beams["outputs"]["translations"][0]) == 4
         assert beams["outputs"]["translations"][2] == [""] * 4
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _post(base + ":predict", {"instances": [*SENTENCES, "x"]})
+        assert refused.value.code == 400
+        assert json.loads(refused.value.read()) == {
+            "error": "the request has 4 examples; the limit is 3 "
+            "(--max-rows-per-request)"
+        }
         with urllib.request.urlopen(base, timeout=60) as response:
             status = json.loads(response.read())
         assert status["model_version_status"][0]["state"] == "AVAILABLE"

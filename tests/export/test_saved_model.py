@@ -211,11 +211,12 @@ def test_classifier_serves_labels_and_probabilities(tmp_path):
     import tensorflow as tf
 
     keras.utils.set_random_seed(0)
-    preprocessor = text.ClassificationPreprocessor(text.make_tokenizer(VOCABULARY), 16)
-    model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
-    path = export.export_classifier(
-        model, preprocessor, tmp_path, class_names=["negative", "positive"]
+    # The names of a run trained on text labels, kept by its preprocessor.
+    preprocessor = text.ClassificationPreprocessor(
+        text.make_tokenizer(VOCABULARY), 16, class_names=["negative", "positive"]
     )
+    model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
+    path = export.export_classifier(model, preprocessor, tmp_path)
     texts = ["w1 w2.", "w3 w4 w5!", ""]
     expected = tasks.classify_texts(model, preprocessor, texts)
     out = tf.saved_model.load(path).signatures["serving_default"](

@@ -97,7 +97,8 @@ def test_a_seed_repeats_its_draw_and_a_row_does_not_depend_on_its_neighbours(
     )
 
 
-# Computed once on TensorFlow; JAX and PyTorch must give the same ids.
+# Computed once on TensorFlow; JAX and PyTorch must give the same ids. No
+# special token (padding, [UNK], [START], [MASK]) is ever drawn.
 GOLDEN = {
     "greedy": [[47, 9, 9, 18, 9, 18], [14, 9, 9, 18, 9, 18], [18, 9, 9, 18, 9, 18]],
     "sample": [
@@ -106,8 +107,8 @@ GOLDEN = {
         [55, 56, 24, 30, 12, 28],
     ],
     "top_k_top_p": [
-        [55, 43, 14, 9, 43, 0],
-        [18, 74, 56, 9, 74, 0],
+        [55, 43, 14, 9, 43, 9],
+        [18, 74, 56, 9, 74, 74],
         [18, 61, 74, 61, 18, 14],
     ],
     "beam": [[9, 9, 9, 18, 9, 18], [9, 9, 9, 18, 9, 18], [18, 9, 9, 18, 9, 18]],

@@ -18,7 +18,14 @@ from keras_seq.generation import (
     make_sampler,
     resolve_max_new_tokens,
 )
-from keras_seq.text import END_ID, START_ID
+from keras_seq.text import (
+    END_ID,
+    MASK_ID,
+    PAD_ID,
+    START_ID,
+    UNK_ID,
+    UNSAMPLABLE_IDS,
+)
 from tests.generation.loops import compiled_trip_counts, host_callbacks
 
 FAMILIES = (zoo.Translator, zoo.LanguageModel, zoo.RNNTranslator)
@@ -188,3 +195,71 @@ def test_beam_search_of_one_row_equals_that_row_in_a_batch(name):
             rtol=1e-5,
             atol=1e-5,
         )
+
+
+class _FavoursUnknown(GenerativeModel, keras.Model):
+    """Logits that favour [UNK] by far, then [MASK], padding and [START],
+    then the id after the last one in the cycle 5, 6, ..., 11, 5, ..."""
+
+    unsamplable_token_ids = UNSAMPLABLE_IDS
+
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        return resolve_max_new_tokens(max_new_tokens, limit=8)
+
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        start = keras.ops.full((keras.ops.shape(token_ids)[0], 1), 6, "int32")
+        return start, (), keras.ops.zeros((keras.ops.shape(token_ids)[0],), "int32")
+
+    def decoding_step(self, token_ids, index, context, cache):
+        vocabulary = 12
+        special = np.zeros(vocabulary, "float32")
+        special[[UNK_ID, MASK_ID, PAD_ID, START_ID]] = [50.0, 40.0, 30.0, 20.0]
+        following = keras.ops.one_hot(5 + (token_ids[:, 0] - 4) % 7, vocabulary)
+        logits = keras.ops.convert_to_tensor(special)[None] + 5.0 * following  # (B, V)
+        return logits, cache + 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"strategy": "greedy"},
+        {"strategy": "sample", "seed": 3, "temperature": 2.0},
+        {"strategy": "sample", "seed": 4, "top_p": 0.5},
+        {"strategy": "sample", "seed": 5, "top_k": 2},
+        {"strategy": "beam", "beam_width": 3},
+    ],
+    ids=lambda o: "-".join(map(str, o.values())),
+)
+def test_special_tokens_are_never_chosen(options):
+    ids = keras.ops.convert_to_numpy(
+        _FavoursUnknown().generate(
+            np.ones((3, 2), "int32"), end_token_id=None, **options
+        )
+    )
+    assert ids.shape == (3, 8)
+    assert not np.isin(ids, UNSAMPLABLE_IDS).any(), ids
+    if options["strategy"] != "sample":  # The next id after the last, each step.
+        np.testing.assert_array_equal(ids, np.tile([7, 8, 9, 10, 11, 5, 6, 7], (3, 1)))
+
+
+def test_the_end_token_is_never_masked():
+    model = _FavoursUnknown()
+    model.unsamplable_token_ids = (*UNSAMPLABLE_IDS, 9)
+    ids = model.generate(np.ones((1, 2), "int32"), end_token_id=9)
+    assert keras.ops.convert_to_numpy(ids).tolist() == [[7, 8, 9, 0, 0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize(
+    "build", [zoo.build_language_model, zoo.build_rnn_language_model]
+)
+def test_language_models_never_sample_special_tokens(build):
+    keras.utils.set_random_seed(0)
+    model = build("tiny")
+    assert tuple(model.unsamplable_token_ids) == UNSAMPLABLE_IDS
+    prompts = np.arange(10, 26, dtype="int32").reshape(8, 2)
+    # A flattened distribution: an untrained model draws every id often.
+    ids = model.generate(
+        prompts, 12, strategy="sample", temperature=5.0, seed=1, end_token_id=None
+    )
+    ids = keras.ops.convert_to_numpy(ids)
+    assert not np.isin(ids, UNSAMPLABLE_IDS).any(), ids

@@ -479,7 +479,8 @@ def test_serving_signature_refuses_a_wrong_call(
 CLI_CASES = [
     ("train", "--epochs not an int",
      ["train", "translator", "--epochs", "abc"],
-     2, r"keras-seq train: error: argument --epochs: invalid int value: 'abc'"),
+     1, r"keras-seq: argument --epochs: invalid int value: 'abc'; see keras-seq "
+        r"train --help"),
     ("train", "--data a Latin-1 file",
      ["train", "translator", "--data", "{latin1_tsv}", "--preset", "tiny"],
      1, r"keras-seq: .*latin1.tsv is not valid UTF-8: .*\(line 2\)"),

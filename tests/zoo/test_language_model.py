@@ -7,6 +7,7 @@ import pytest
 import zoo
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.testing import assert_all_close
+from keras_seq.text import UNSAMPLABLE_IDS
 
 END = 3
 
@@ -27,10 +28,19 @@ def model():
     return model
 
 
+def _samplable(logits):
+    """Logits with the ids the model never outputs at -inf (as generation
+    masks them), as float64."""
+    logits = np.array(logits, "float64")
+    logits[..., list(UNSAMPLABLE_IDS)] = -np.inf
+    return logits
+
+
 def _full_recompute(model, prompt, steps):
     """Greedy decoding by one full forward pass per step, no cache; the
     tokens are padded to one length so every pass has one shape (one trace
-    on JAX), and causal attention keeps the padding out of earlier logits."""
+    on JAX), and causal attention keeps the padding out of earlier logits.
+    The special tokens are never chosen (`unsamplable_token_ids`)."""
     length = prompt.shape[1]
     tokens = np.zeros((prompt.shape[0], length + steps - 1), "int32")
     tokens[:, :length] = prompt
@@ -39,8 +49,8 @@ def _full_recompute(model, prompt, steps):
         logits = keras.ops.convert_to_numpy(model(tokens))[:, length - 1 + t]
         step_logits.append(logits)
         if t + 1 < steps:
-            tokens[:, length + t] = logits.argmax(-1)
-    ids = np.stack([logits.argmax(-1) for logits in step_logits], 1)
+            tokens[:, length + t] = _samplable(logits).argmax(-1)
+    ids = np.stack([_samplable(logits).argmax(-1) for logits in step_logits], 1)
     return ids.astype("int32"), np.stack(step_logits, 1)
 
 
@@ -119,7 +129,8 @@ def test_beam_search_width_one_and_scores(model, prompt_length):
         for rank in range(3):
             tokens = np.concatenate([prompt[row], ids[row, rank]])[None]
             logits = keras.ops.convert_to_numpy(model(tokens[:, :-1]))[0]
-            logits = logits.astype("float64")
+            # Renormalised over the tokens beam search may choose.
+            logits = _samplable(logits)
             log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
             new = ids[row, rank]
             start = prompt_length - 1

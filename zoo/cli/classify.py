@@ -1,6 +1,6 @@
 """`keras-seq classify`: the class of each text, with a classifier directory."""
 
-from zoo.cli.inputs import read_texts
+from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
 from zoo.recipes.families import supporting
 
@@ -27,8 +27,10 @@ def run(args):
     """
     texts = read_texts(args.texts, "texts")
     trained = load_model_dir(args.model_dir, "classify")
-    probabilities = trained.classify(texts) if texts else []
+    with truncation_note():
+        probabilities = trained.classify(texts) if texts else []
+    names = trained.class_names
     for row in probabilities:
         label = int(row.argmax())
-        print(f"{label}\t{row[label]:.4f}")
+        print(f"{names[label]}\t{row[label]:.4f}")
     return 0

@@ -1,7 +1,7 @@
 """`keras-seq generate`: continue a prompt with a language-model directory."""
 
 from zoo.cli.errors import named_as_flags
-from zoo.cli.inputs import read_texts
+from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
 from zoo.recipes.families import supporting
 from zoo.recipes.settings import GenerateSettings
@@ -67,6 +67,7 @@ def run(args):
         trained.check_generate_options(**options)
     prompts = read_texts(args.prompts, "prompts")
     # One prompt at a time: each draws from the seed as if it were alone.
-    for prompt in prompts:
-        print(trained.generate(prompt, **options))
+    with truncation_note(total=len(prompts)):
+        for prompt in prompts:
+            print(trained.generate(prompt, **options))
     return 0

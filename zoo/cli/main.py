@@ -3,7 +3,9 @@
 Each command is a module of `zoo.cli` with `add_parser(commands)` and
 `run(args)`. Errors the user can fix (a missing corpus, a bad file, a bad
 argument) are `UsageError`s, printed as one line on stderr with exit status
-1; anything else is a bug and shows its traceback.
+1, and so is a malformed command line (an unknown flag or command, a value
+of the wrong type), which argparse alone would answer with its usage block
+and status 2; anything else is a bug and shows its traceback.
 """
 
 import argparse
@@ -36,6 +38,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals are `UsageError`s naming the help."""
+
+    def error(self, message):
+        raise UsageError(f"{message}; see {self.prog} --help")
+
+
 COMMANDS = (
     demo,
     train,
@@ -65,9 +74,7 @@ def build_parser():
         An `argparse.ArgumentParser`; parsed arguments carry the command's
         `run`.
     """
-    parser = argparse.ArgumentParser(
-        prog="keras-seq", description="Sequence models for Keras 3."
-    )
+    parser = _Parser(prog="keras-seq", description="Sequence models for Keras 3.")
     parser.add_argument(
         "--version", action="version", version=f"keras-seq {_version()}"
     )
@@ -86,13 +93,18 @@ def main(argv=None):
         argv: list of str, or None for `sys.argv[1:]`.
 
     Returns:
-        The exit status: 0, or 1 after a `UsageError` (argparse exits with
-        2 on a malformed command line).
+        The exit status: 0, or 1 after a `UsageError` (a malformed command
+        line too).
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    args = build_parser().parse_args(argv)
-    tune_allocator()  # Every command reuses its large buffers.
     try:
+        args, unknown = build_parser().parse_known_args(argv)
+        if unknown:
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(unknown)}; see keras-seq "
+                f"{args.command} --help"
+            )
+        tune_allocator()  # Every command reuses its large buffers.
         return args.run(args)
     except UsageError as error:
         # The message names the argument or file and the fix; a traceback

@@ -1,12 +1,9 @@
 """`keras-seq translate`: translate sentences with a model directory or a
 SavedModel."""
 
-import sys
-import warnings
-
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
-from zoo.cli.inputs import read_texts
+from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
 from zoo.recipes.settings import TranslatorSettings
 from zoo.serving import ctranslate2_model
@@ -55,28 +52,21 @@ def run(args):
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, args.beam_width
         )
-    from zoo.recipes import model_dir, saved_model
+    from zoo.recipes import saved_model
 
     if args.saved_model:
-        outputs = saved_model.serve(
-            args.saved_model, read_texts(args.texts), args.beam_width
-        )
+        with truncation_note():
+            outputs = saved_model.serve(
+                args.saved_model, read_texts(args.texts), args.beam_width
+            )
     else:
         beam_width = args.beam_width or TranslatorSettings.beam_width
         trained = load_model_dir(args.model_dir, "translate")
         with named_as_flags(beam_width="--beam-width"):
             trained.check_translate_options(beam_width=beam_width)
         sentences = read_texts(args.texts)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", model_dir.TruncationWarning)
+        with truncation_note():
             outputs = trained.translate(sentences, beam_width=beam_width)
-        for warning in caught:
-            if issubclass(warning.category, model_dir.TruncationWarning):
-                print(f"keras-seq: note: {warning.message}", file=sys.stderr)
-            else:
-                warnings.showwarning(
-                    warning.message, warning.category, warning.filename, warning.lineno
-                )
     for output in outputs:
         print(output)
     return 0

@@ -133,8 +133,10 @@ def sentiment_corpus(data):
     """The labelled texts that `--data` names.
 
     Args:
-        data: `"movie-reviews"`, a `text<TAB>label` file whose labels are
-            class ids 0, 1, ..., or None (movie-reviews).
+        data: `"movie-reviews"`, a `text<TAB>label` file, or None
+            (movie-reviews). The labels of a file are class ids 0, 1, ...,
+            or names (e.g. `pos`, `neg`): the sorted names then become ids
+            0, 1, ... and the corpus keeps them as `class_names`.
 
     Returns:
         A `SentimentCorpus` with int labels.
@@ -146,10 +148,7 @@ def sentiment_corpus(data):
     splits = (corpus.train, corpus.validation, corpus.test)
     labels = sorted({label for split in splits for _, label in split})
     if not all(label.isdigit() for label in labels):
-        raise UsageError(
-            f"--data {data}: the second column must hold class ids 0, 1, ...; "
-            f"received {labels[:5]}."
-        )
+        return _named_labels(data, splits, labels)
     classes = sorted({int(label) for label in labels})
     if classes != list(range(len(classes))) or len(classes) < 2:
         # Labels {0, 5} would make a 6-class model, 4 of them never seen.
@@ -164,6 +163,20 @@ def sentiment_corpus(data):
     return SentimentCorpus(
         ints(corpus.train), ints(corpus.validation), ints(corpus.test)
     )
+
+
+def _named_labels(data, splits, names):
+    """The corpus of a file whose labels are names: sorted, they are ids."""
+    if len(names) < 2:
+        raise UsageError(
+            f"--data {data}: the labels must name two classes or more; "
+            f"received {names}."
+        )
+    ids = {name: i for i, name in enumerate(names)}
+    train, validation, test = (
+        [(text, ids[label]) for text, label in split] for split in splits
+    )
+    return SentimentCorpus(train, validation, test, class_names=tuple(names))
 
 
 def text_corpus(data):

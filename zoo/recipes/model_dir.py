@@ -218,7 +218,7 @@ class TrainedModel:
         )
 
     def classify(self, texts):
-        """Class probabilities of texts.
+        """Class probabilities of texts, in the order of `class_names`.
 
         Args:
             texts: a list of str, or one str (one text).
@@ -231,6 +231,25 @@ class TrainedModel:
             return self.classify([texts])[0]
         texts = check_text_list(texts, "texts")
         return tasks.classify_texts(self.model, self.preprocessor, texts)
+
+    @property
+    def class_names(self):
+        """A classifier's class names, by id: the labels of its training
+        file (`["neg", "pos"]`), or the ids as text (`["0", "1"]`)."""
+        self._require("classify")
+        return self.preprocessor.label_names(self.model.get_config()["num_classes"])
+
+    def label(self, texts):
+        """The name of the most likely class of each text (see `classify`).
+
+        Returns:
+            A list of str, or one str for one str.
+        """
+        probabilities = self.classify(texts)
+        names = self.class_names
+        if isinstance(texts, str):
+            return names[int(probabilities.argmax())]
+        return [names[i] for i in probabilities.argmax(-1).tolist()]
 
     def check_generate_options(
         self, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0

@@ -2,9 +2,12 @@
 
 import os
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
+from keras_seq.text.preprocessor import warn_cut
+from keras_seq.text.vocabulary import PAD_ID
 from zoo.recipes.inputs import UsageError
 
 
@@ -44,6 +47,9 @@ def serve(path, sentences, beam_width=1):
     one `model.generate(..., strategy="beam")` gives. The graph's beam
     width is fixed when it is exported, so no other width can be decoded.
 
+    A sentence longer than the model's `max_length` is cut to it, and a
+    `TruncationWarning` says how many were, as `TrainedModel.translate`'s.
+
     Args:
         path: str, as `latest_version` takes it.
         sentences: list of str.
@@ -74,6 +80,8 @@ def serve(path, sentences, beam_width=1):
         signature = served.signatures["beam_search"]
     batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
     translations = signature(sentences=batch)["translations"].numpy()
+    if sentences and "tokenize" in served.signatures:
+        _report_cut(served.signatures["tokenize"](sentences=batch))
     if beam_width != 1:
         translations = translations[:, 0]  # (B, n) best first -> (B,)
     return [t.decode("utf-8") for t in translations]
@@ -123,3 +131,18 @@ def _beam_refusal(path, beam_width, exported):
         f"--beam-width {beam_width}: the SavedModel {path} {how}; give "
         f"--beam-width {exported} or 1, or translate with --model-dir."
     )
+
+
+def _report_cut(tokenized):
+    """The preprocessor's `TruncationWarning`, from the `tokenize` signature
+    (a cut source keeps the model's longest length, which it names)."""
+    truncated = tokenized["truncated"].numpy()
+    if truncated.any():
+        ids = tokenized["token_ids"].numpy()[truncated]
+        limit = int(np.max(np.sum(ids != PAD_ID, axis=1)))
+        warn_cut(
+            int(truncated.sum()),
+            len(truncated),
+            "sentences",
+            f"model's max_length ({limit} tokens)",
+        )

@@ -253,6 +253,9 @@ class ServeSettings:
         batch_timeout_micros: int, the longest a batch waits for more
             requests (0: only those waiting).
         max_body_bytes: int, larger request bodies are refused (HTTP 413).
+        max_rows_per_request: int, requests of more examples are refused
+            (HTTP 400); those under it but larger than `max_batch_size` are
+            run a batch at a time, between other requests.
         request_timeout: float, seconds a client may stall while sending a
             request (then HTTP 408).
     """
@@ -262,4 +265,5 @@ class ServeSettings:
     max_batch_size: int = 32
     batch_timeout_micros: int = 0
     max_body_bytes: int = 1 << 20
+    max_rows_per_request: int = 10_000
     request_timeout: float = 10.0

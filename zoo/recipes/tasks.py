@@ -28,7 +28,7 @@ from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from zoo import build_classifier, build_language_model, build_masked_language_model
 from zoo.recipes import run_dir, runtime
-from zoo.recipes.inputs import check_text_list
+from zoo.recipes.inputs import UsageError, check_text_list
 from zoo.recipes.settings import (
     ClassifierSettings,
     GenerateSettings,
@@ -230,7 +230,9 @@ def train_classifier(
             num_classes=num_classes, **settings.overrides,
         )  # fmt: skip
     max_length = min(settings.max_length, model.get_config()["max_length"])
-    preprocessor = text.ClassificationPreprocessor(tokenizer, max_length)
+    preprocessor = text.ClassificationPreprocessor(
+        tokenizer, max_length, class_names=getattr(corpus, "class_names", None)
+    )
     run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     shuffle_epoch = ShuffleEpoch()
 
@@ -260,7 +262,21 @@ def evaluate_classifier(trained, corpus, settings):
     print(f"classifying the {len(corpus.test):,} test texts...", flush=True)
     probabilities = trained.classify([t for t, _ in corpus.test])
     labels = [label for _, label in corpus.test]
+    if getattr(corpus, "class_names", None):
+        labels = _as_run_ids(labels, corpus.class_names, trained.class_names)
     return {"test_accuracy": float((probabilities.argmax(-1) == labels).mean())}
+
+
+def _as_run_ids(labels, names, run_names):
+    """Label ids of an evaluation file's names -> the run's ids of them."""
+    unknown = sorted(set(names) - set(run_names))
+    if unknown:
+        raise UsageError(
+            f"--data: the labels {unknown} are no class of the model "
+            f"({', '.join(run_names)})."
+        )
+    ids = [run_names.index(name) for name in names]
+    return [ids[label] for label in labels]
 
 
 def classify_texts(model, preprocessor, texts, batch_size=64):

@@ -1,4 +1,5 @@
-"""Merging concurrent requests for one signature into one model call.
+"""Merging concurrent requests for one signature into one model call, and
+splitting large ones.
 
 As TF Serving's batching parameters: a worker thread per signature takes
 the first waiting request, then collects more for at most
@@ -8,8 +9,15 @@ With a timeout of 0 it takes only what is already waiting: one client is
 never kept waiting, while under load the requests that queue up during a
 model call form the next batch, so one call of B sentences replaces B
 calls (the decoding loop's cost grows far slower than its batch).
+
+A request of more than `max_batch_size` examples is split, as TF Serving's
+`enable_large_batch_splitting` does: each call takes at most
+`max_batch_size` of its rows, and the rest goes back to the end of the
+queue, behind the requests that came meanwhile, so a large request
+shares the model with the small ones instead of holding it.
 """
 
+import collections
 import queue
 import sys
 import threading
@@ -21,27 +29,72 @@ from zoo.serving.rest import RequestError
 
 
 class _Task:
-    """One request's arrays and, once run, its outputs or its error."""
+    """One request's arrays, the rows run so far, and its outputs or error."""
 
     def __init__(self, arrays):
         self.arrays = arrays
         self.rows = next(iter(arrays.values())).shape[0]
+        self.next_row = 0  # Rows before it have been run.
         # Requests merge only when every non-batch dimension agrees (token
         # id matrices of other lengths are run apart, never padded: padding
         # would change the shape of what the request gets back).
         self.key = tuple((name, a.shape[1:]) for name, a in sorted(arrays.items()))
         self.done = threading.Event()
+        self.pieces = []  # Outputs of the runs so far, in row order.
         self.outputs = None
         self.error = None
 
+    @property
+    def left(self):
+        return self.rows - self.next_row
+
+    def fail(self, error):
+        self.error = error
+        self.done.set()
+
+    def finish_piece(self, outputs):
+        self.pieces.append(outputs)
+        if self.next_row == self.rows:
+            self.outputs = _join(self.pieces)
+            self.pieces = []
+            self.done.set()
+
+
+def _join(pieces):
+    """The outputs of a request's runs as one answer, in row order.
+
+    A run's outputs may be as wide as its longest row (token ids of a batch
+    padded to its longest sentence); the pieces are padded to the widest,
+    as the request run in one call would be.
+    """
+    if len(pieces) == 1:
+        return pieces[0]
+    joined = {}
+    for name in pieces[0]:
+        arrays = [piece[name] for piece in pieces]
+        widest = np.max([a.shape for a in arrays], axis=0)
+        fill = b"" if arrays[0].dtype == object else 0
+        arrays = [
+            np.pad(
+                a,
+                [(0, 0)] + [(0, w - n) for w, n in zip(widest[1:], a.shape[1:])],
+                constant_values=fill,
+            )
+            if a.ndim > 1
+            else a
+            for a in arrays
+        ]
+        joined[name] = np.concatenate(arrays)
+    return joined
+
 
 class Batcher:
-    """Runs one signature on merged batches in a worker thread.
+    """Runs one signature on merged (and split) batches in a worker thread.
 
     Args:
         signature: a `Signature` (called with dict name -> array).
         max_batch_size: int >= 1, the most examples of one call (a request
-            larger than it is run alone).
+            larger than it is run a slice at a time, between the others).
         batch_timeout_micros: int >= 0, the longest wait for more requests
             after the first.
 
@@ -54,8 +107,9 @@ class Batcher:
         self.max_batch_size = max_batch_size
         self.timeout = batch_timeout_micros / 1e6
         self.calls = 0
-        self._queue = queue.Queue()
-        self._held = None  # A task taken that did not fit the last batch.
+        self._queue = queue.Queue()  # Requests as they arrive.
+        self._waiting = collections.deque()  # Taken from it, in turn order.
+        self._closing = False  # The worker has seen `close`'s sentinel.
         self._closed = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(
@@ -89,73 +143,88 @@ class Batcher:
             self._queue.put(None)
         self._thread.join()
 
-    def _next(self, timeout):
-        if self._held is not None:
-            task, self._held = self._held, None
-            return task
-        if timeout is None:
-            return self._queue.get()
+    def _take(self, timeout):
+        """Moves one arrival to `_waiting`; False when none came in time."""
         try:
-            return self._queue.get(timeout=timeout) if timeout > 0 else (
-                self._queue.get_nowait()
-            )  # fmt: skip
+            if timeout is None:
+                task = self._queue.get()
+            elif timeout > 0:
+                task = self._queue.get(timeout=timeout)
+            else:
+                task = self._queue.get_nowait()
         except queue.Empty:
             return False
+        if task is None:
+            self._closing = True
+        else:
+            self._waiting.append(task)
+        return True
 
     def _collect(self):
-        """The next batch (a list of tasks), or None once closed."""
-        first = self._next(None)
-        if first is None:
-            return None
-        batch, rows = [first], first.rows
+        """The next batch, a list of (task, first row, end row), or None
+        once closed and every request is answered."""
+        while not self._waiting:
+            if self._closing:
+                return None
+            self._take(None)
+        first = self._waiting[0]
+        batch, rows = [], 0
         deadline = time.monotonic() + self.timeout
         while rows < self.max_batch_size:
-            task = self._next(max(deadline - time.monotonic(), 0))
-            if task is False:
+            if not self._waiting:
+                if self._closing or not self._take(max(deadline - time.monotonic(), 0)):
+                    break
+                continue
+            task = self._waiting[0]
+            if task.key != first.key:
                 break
-            if task is None:  # Closing: run this batch, then stop.
-                self._queue.put(None)
-                break
-            if task.key != first.key or rows + task.rows > self.max_batch_size:
-                self._held = task
-                break
-            batch.append(task)
-            rows += task.rows
+            take = min(task.left, self.max_batch_size - rows)
+            batch.append((task, task.next_row, task.next_row + take))
+            task.next_row += take
+            rows += take
+            self._waiting.popleft()
         return batch
 
     def _work(self):
         while (batch := self._collect()) is not None:
-            try:
-                self._run(batch)
-            except Exception as error:  # noqa: BLE001  (the server must go on)
-                if len(batch) == 1:
-                    batch[0].error = _as_request_error(error)
-                    batch[0].done.set()
-                    continue
-                # One bad request must not fail the others merged with it:
-                # each runs again alone.
-                for task in batch:
-                    try:
-                        self._run([task])
-                    except Exception as single:  # noqa: BLE001
-                        task.error = _as_request_error(single)
-                        task.done.set()
+            self._run_or_fail(batch)
+            # The requests that came during the call take their turn before
+            # the rest of a split one.
+            while self._take(0):
+                pass
+            for task, _, _ in batch:
+                if task.left and task.error is None:
+                    self._waiting.append(task)
+
+    def _run_or_fail(self, batch):
+        try:
+            self._run(batch)
+        except Exception as error:  # noqa: BLE001  (the server must go on)
+            if len(batch) == 1:
+                batch[0][0].fail(_as_request_error(error))
+                return
+            # One bad request must not fail the others merged with it: each
+            # runs again alone.
+            for piece in batch:
+                try:
+                    self._run([piece])
+                except Exception as single:  # noqa: BLE001
+                    piece[0].fail(_as_request_error(single))
 
     def _run(self, batch):
         arrays = {
-            name: np.concatenate([task.arrays[name] for task in batch])
-            for name in batch[0].arrays
+            name: np.concatenate([task.arrays[name][a:b] for task, a, b in batch])
+            for name in batch[0][0].arrays
         }
         self.calls += 1
         outputs = self.signature(arrays)
         start = 0
-        for task in batch:
-            task.outputs = {
-                name: value[start : start + task.rows]
-                for name, value in outputs.items()
-            }
-            start += task.rows
-            task.done.set()
+        for task, a, b in batch:
+            rows = b - a
+            task.finish_piece(
+                {name: value[start : start + rows] for name, value in outputs.items()}
+            )
+            start += rows
 
 
 def _as_request_error(error):

@@ -15,6 +15,7 @@ OPTIONS = (
     "max_batch_size",
     "batch_timeout_micros",
     "max_body_bytes",
+    "max_rows_per_request",
     "request_timeout",
 )
 
@@ -32,6 +33,12 @@ _FLAGS = (
         "the longest a batch waits for more requests (0: only those waiting)",
     ),
     ("--max-body-bytes", int, "larger request bodies are refused (HTTP 413)"),
+    (
+        "--max-rows-per-request",
+        int,
+        "requests of more examples are refused (HTTP 400); larger ones than "
+        "--max-batch-size are run a batch at a time, between other requests",
+    ),
     (
         "--request-timeout",
         float,

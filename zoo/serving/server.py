@@ -160,6 +160,9 @@ class ModelServer:
         max_batch_size: int >= 1, the most examples merged into one call.
         batch_timeout_micros: int >= 0, the longest a batch waits to fill.
         max_body_bytes: int >= 1, larger request bodies are refused (413).
+        max_rows_per_request: int >= 1, requests of more examples are
+            refused (400); a request larger than `max_batch_size` runs a
+            batch at a time, between the others (`zoo.serving.batching`).
         request_timeout: float > 0, seconds a socket read may wait.
         servable_class: what loads `path`: `(path, version) -> servable`
             (see `zoo.serving.rest`); None for a SavedModel's `Servable`,
@@ -180,6 +183,7 @@ class ModelServer:
         max_batch_size=_DEFAULTS.max_batch_size,
         batch_timeout_micros=_DEFAULTS.batch_timeout_micros,
         max_body_bytes=_DEFAULTS.max_body_bytes,
+        max_rows_per_request=_DEFAULTS.max_rows_per_request,
         request_timeout=_DEFAULTS.request_timeout,
         servable_class=None,
     ):
@@ -187,6 +191,7 @@ class ModelServer:
             ("max_batch_size", max_batch_size, 1),
             ("batch_timeout_micros", batch_timeout_micros, 0),
             ("max_body_bytes", max_body_bytes, 1),
+            ("max_rows_per_request", max_rows_per_request, 1),
             ("port", port, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -219,6 +224,7 @@ class ModelServer:
         self.max_batch_size = max_batch_size
         self.batch_timeout_micros = batch_timeout_micros
         self.max_body_bytes = max_body_bytes
+        self.max_rows_per_request = max_rows_per_request
         self.request_timeout = request_timeout
         self.state = "START"
         self.servable = None
@@ -362,5 +368,12 @@ class ModelServer:
                 400, "JSON Parse error: a number with too many digits"
             ) from None
         signature, arrays, form = parse_predict(request, servable)
+        rows = next(iter(arrays.values())).shape[0]
+        if rows > self.max_rows_per_request:
+            raise RequestError(
+                400,
+                f"the request has {rows} examples; the limit is "
+                f"{self.max_rows_per_request} (--max-rows-per-request)",
+            )
         outputs = self.batchers[signature.name].run(arrays)
         return format_outputs(outputs, form)

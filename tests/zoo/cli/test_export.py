@@ -38,6 +38,20 @@ def test_export_then_translate_through_the_saved_model(translator_run, exported)
                      *SENTENCES)  # fmt: skip
     assert served.returncode == 0, served.stderr[-2000:]
     assert served.stdout.splitlines() == _lines("--model-dir", out, "--beam-width", "1")
+    # A cut sentence is reported on both paths, in the same words.
+    long = " ".join(["du"] * 80) + "."  # Past the tiny max_length of 32.
+    sentences = ("Ich sehe du.", long, "Er mag sie.")
+    direct = run_cli("translate", "--model-dir", out, "--beam-width", "1",
+                     *sentences, in_process=True)  # fmt: skip
+    cut = run_cli("translate", "--saved-model", exported, "--beam-width", "1",
+                  *sentences, in_process=True)  # fmt: skip
+    assert cut.stdout == direct.stdout
+    note = (
+        "keras-seq: note: 1 of 3 sentences are longer than the model's "
+        "max_length (32 tokens); each was cut to it."
+    )
+    assert direct.stderr.splitlines()[-1] == note
+    assert cut.stderr.splitlines() == [note]
     again = run_cli(
         "export", "--model-dir", out, "--export-dir", exported, in_process=True
     )

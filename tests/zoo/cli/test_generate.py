@@ -86,3 +86,17 @@ def test_generate_refuses_bad_options_in_one_line(trained, options, error, messa
     with pytest.raises(error) as raised:
         trained.generate(**options)
     assert str(raised.value) == message.format(size=trained.output_vocabulary_size)
+
+
+def test_a_cut_prompt_is_one_note_for_all_prompts(language_model_run):
+    long = " ".join(["you"] * 80)
+    status, lines, stderr = _generate(
+        language_model_run[0], "--max-new-tokens", "4", long, "she", long,
+        in_process=True,
+    )  # fmt: skip
+    assert status == 0 and len(lines) == 3, stderr[-2000:]
+    assert stderr.splitlines()[-1] == (
+        "keras-seq: note: 2 of 3 prompts are longer than the 28 tokens "
+        "max_length=32 leaves for 4 new tokens; each kept its last tokens."
+    )
+    assert "Warning" not in stderr

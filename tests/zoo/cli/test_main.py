@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.zoo.conftest import run_cli
 from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, main
 
@@ -26,10 +28,43 @@ def test_a_usage_error_is_one_line_and_status_1(capsys):
     )
 
 
-def test_unknown_command_exits_nonzero():
+def test_unknown_command_is_one_line_and_status_1():
     result = run_cli("fly", in_process=True)
-    assert result.returncode == 2
-    assert "invalid choice" in result.stderr
+    assert result.returncode == 1
+    assert result.stderr.startswith("keras-seq: argument command: invalid choice")
+    assert result.stderr.endswith("; see keras-seq --help\n")
+    assert result.stderr.count("\n") == 1
+
+
+# Each command with the flags it requires, so that only the unknown one is wrong.
+_REQUIRED = {
+    "train": ["translator"],
+    "evaluate": ["--model-dir", "m"],
+    "classify": ["--model-dir", "m"],
+    "generate": ["--model-dir", "m"],
+    "export": ["--model-dir", "m", "--export-dir", "e"],
+}
+
+
+@pytest.mark.parametrize("command", [m.__name__.rsplit(".", 1)[-1] for m in COMMANDS])
+def test_an_unknown_flag_is_one_line_and_status_1(command):
+    argv = [command, *_REQUIRED.get(command, []), "--no-such-flag"]
+    result = run_cli(*argv, in_process=True)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        f"keras-seq: unrecognized arguments: --no-such-flag; see keras-seq "
+        f"{command} --help\n",
+    )
+
+
+def test_a_value_of_the_wrong_type_is_one_line_and_status_1():
+    result = run_cli("train", "translator", "--epochs", "x", in_process=True)
+    assert (result.returncode, result.stderr) == (
+        1,
+        "keras-seq: argument --epochs: invalid int value: 'x'; see keras-seq "
+        "train --help\n",
+    )
 
 
 def test_help_version_and_presets_start_without_keras():

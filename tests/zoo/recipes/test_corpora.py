@@ -33,6 +33,27 @@ def test_labels_and_lines(tmp_path):
         corpora.translation_corpus(str(tmp_path / "missing.tsv"))
 
 
+def test_text_labels_are_sorted_names_of_ids(tmp_path):
+    rows = [f"w{i} is {'good' if i % 3 else 'bad'}\t{['pos', 'neg', 'meh'][i % 3]}"
+            for i in range(60)]  # fmt: skip
+    (tmp_path / "named.tsv").write_text("\n".join(rows) + "\n")
+    corpus = corpora.sentiment_corpus(str(tmp_path / "named.tsv"))
+    assert corpus.class_names == ("meh", "neg", "pos")
+    splits = corpus.train + corpus.validation + corpus.test
+    assert sorted(splits) == sorted(
+        (f"w{i} is {'good' if i % 3 else 'bad'}", [2, 1, 0][i % 3]) for i in range(60)
+    )
+    assert (
+        corpora.sentiment_corpus(str(write_labels(tmp_path / "l.tsv"))).class_names
+        is None
+    )
+    (tmp_path / "one.tsv").write_text("a\tpos\nb\tpos\nc\tpos\n")
+    with pytest.raises(
+        UsageError, match=r"must name two classes or more; received \['pos'\]"
+    ):
+        corpora.sentiment_corpus(str(tmp_path / "one.tsv"))
+
+
 def test_the_dictionary_is_named_or_found_by_its_file_name():
     assert corpora.is_trans_de_en(None) and corpora.is_trans_de_en("trans-de-en")
     assert corpora.is_trans_de_en("/usr/share/trans/de-en")

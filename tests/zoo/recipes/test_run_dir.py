@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 
+import h5py
 import pytest
 
 from zoo.recipes import run_dir
@@ -35,6 +36,8 @@ def _finished_run(root):
 
 def _interrupted_run(root, settings, epochs):
     (root / "backup").mkdir(parents=True)
+    # BackupAndRestore writes the weights, then the metadata naming their epoch.
+    h5py.File(root / "backup" / "latest.weights.h5", "w").close()
     (root / "backup" / "training_metadata.json").write_text(
         json.dumps({"epoch": epochs, "batch": -1})
     )

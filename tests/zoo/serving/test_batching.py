@@ -123,3 +123,109 @@ def test_concurrent_http_requests_make_one_model_call(server):
     finally:
         batcher.max_batch_size, batcher.timeout = saved
     assert results == alone
+
+
+class _Gated:
+    """A stand-in signature that doubles `x`, one call per permit given."""
+
+    name = "double"
+
+    def __init__(self):
+        self.batches = []
+        self.entered = threading.Event()
+        self.permits = threading.Semaphore(0)
+
+    def __call__(self, arrays):
+        self.entered.set()
+        assert self.permits.acquire(timeout=30)
+        self.batches.append(arrays["x"][:, 0].tolist())
+        return {"y": 2 * arrays["x"]}
+
+
+def test_a_large_request_is_split_and_a_small_one_answered_between():
+    signature = _Gated()
+    batcher = Batcher(signature, max_batch_size=3, batch_timeout_micros=0)
+    large = {"x": np.arange(10).reshape(10, 1)}
+    small = {"x": np.array([[100]])}
+    results = {}
+
+    def send(name, arrays):
+        results[name] = batcher.run(arrays)
+
+    large_thread = threading.Thread(target=send, args=("large", large))
+    large_thread.start()
+    assert signature.entered.wait(10)  # The large request's first call waits.
+    small_thread = threading.Thread(target=send, args=("small", small))
+    small_thread.start()
+    deadline = time.monotonic() + 10
+    while batcher._queue.qsize() < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    for _ in range(2):
+        signature.permits.release()
+    small_thread.join(10)
+    # Answered after two calls; the large one needs two more, not yet given.
+    assert "small" in results and large_thread.is_alive()
+    np.testing.assert_array_equal(results["small"]["y"], [[200]])
+    for _ in range(2):
+        signature.permits.release()
+    large_thread.join(10)
+    np.testing.assert_array_equal(results["large"]["y"], 2 * large["x"])
+    # At most 3 rows a call; the small request shares the second one.
+    assert signature.batches == [[0, 1, 2], [100, 3, 4], [5, 6, 7], [8, 9]]
+    batcher.close()
+
+
+def test_a_failing_slice_fails_its_request_and_runs_no_more_of_it():
+    signature = _Doubler()
+    batcher = Batcher(signature, max_batch_size=2, batch_timeout_micros=0)
+    with pytest.raises(RequestError, match="negative"):
+        batcher.run({"x": np.array([[1], [2], [-3], [4], [5], [6]])})
+    assert signature.batches == [2, 2]
+    np.testing.assert_array_equal(batcher.run({"x": np.array([[7]])})["y"], [[14]])
+    batcher.close()
+
+
+def test_split_requests_answer_as_one_call(server):
+    sentences = [f"w{i} w{i + 2} w{i + 5}." for i in range(7)]
+    requests = [
+        {"instances": sentences},
+        {"signature_name": "beam_search", "inputs": {"sentences": sentences}},
+    ]
+    whole = [call(server.url, "POST", PREDICT, body) for body in requests]
+    batchers = [server.batchers[name] for name in ("serving_default", "beam_search")]
+    for batcher in batchers:
+        batcher.max_batch_size = 2
+    try:
+        before = [batcher.calls for batcher in batchers]
+        split = [call(server.url, "POST", PREDICT, body) for body in requests]
+        assert [b.calls - c for b, c in zip(batchers, before)] == [4, 4]
+    finally:
+        for batcher in batchers:
+            batcher.max_batch_size = server.max_batch_size
+    assert whole[0][0] == 200 and split[0] == whole[0]
+    # Beams: a batch of other sentences rounds the scores apart by ~1e-6,
+    # which may swap two hypotheses of near-equal score, as merged requests
+    # may; the best ones and every score agree.
+    beams, beams_split = whole[1][1]["outputs"], split[1][1]["outputs"]
+    assert [t[0] for t in beams_split["translations"]] == [
+        t[0] for t in beams["translations"]
+    ]
+    np.testing.assert_allclose(beams_split["scores"], beams["scores"], atol=1e-5)
+
+
+def test_rows_past_the_cap_are_refused_in_one_line(server):
+    saved = server.max_rows_per_request
+    server.max_rows_per_request = 3
+    try:
+        refused = call(server.url, "POST", PREDICT, {"instances": ["w1."] * 4})
+        answered = call(server.url, "POST", PREDICT, {"instances": ["w1."] * 3})
+    finally:
+        server.max_rows_per_request = saved
+    assert refused == (
+        400,
+        {
+            "error": "the request has 4 examples; the limit is 3 "
+            "(--max-rows-per-request)"
+        },
+    )
+    assert answered[0] == 200 and len(answered[1]["predictions"]) == 3
