@@ -4,6 +4,7 @@ Each step looks the family up in `zoo.recipes.families.FAMILIES` and calls
 its `Recipe`'s hooks around the run directory (`zoo.recipes.run_dir`).
 """
 
+import contextlib
 import os
 import sys
 
@@ -166,7 +167,9 @@ def evaluate(trained, data, chosen):
 
     recipe = FAMILIES[trained.family]
     data = data or corpora.recorded_data(trained.run, trained.path)
-    corpus = recipe.read_corpus(data, chosen)
+    # What was read is said on stderr: `evaluate`'s output is its figures.
+    with contextlib.redirect_stdout(sys.stderr):
+        corpus = recipe.read_corpus(data, chosen)
     figures = recipe.evaluate(trained, corpus, chosen)
     return {k: round(v, 4) for k, v in figures.items()}
 
