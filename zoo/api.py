@@ -8,14 +8,6 @@ as `zoo.recipes.model_dir.load_model_dir` loads it.
 
 import os
 
-# What each family's `data` holds when given as a list.
-_ITEMS = {
-    "classifier": "(text, class id) pairs",
-    "language-model": "texts",
-    "masked-language-model": "texts",
-    "rnn-language-model": "texts",
-}
-
 
 def train(
     family,
@@ -130,7 +122,7 @@ def train(
             f"`train` got unknown arguments {unknown}; builder arguments over "
             f"the preset are {settable}."
         )
-    data = _data(family, data, validation_data, test_data)
+    data = _data(chosen_recipe.data_help, data, validation_data, test_data)
     given = {
         "preset": preset, "epochs": epochs, "minutes": minutes, "seed": seed,
         "vocabulary_size": vocabulary_size, "beam_width": beam_width,
@@ -147,12 +139,13 @@ def train(
         raise ValueError(str(error)) from None
 
 
-def _data(family, data, validation_data, test_data):
+def _data(layout, data, validation_data, test_data):
     """`data` as `zoo.recipes.corpora` reads it: a path, a list, or
-    `Splits` of three lists."""
+    `Splits` of three lists (`layout`: what a line of the family's file
+    holds, for the messages)."""
     from zoo.recipes import corpora
 
-    items = _ITEMS.get(family, "(source, target) pairs")
+    items = f"items (as a line of the file holds: {layout})"
     if (validation_data is None) != (test_data is None):
         raise ValueError(
             "`validation_data` and `test_data` go together; received "
