@@ -11,6 +11,7 @@ import importlib
 import sys
 
 _MODULES = {
+    "zoo.api": ("train",),
     "zoo.encoders": (
         "Classifier",
         "MaskedLanguageModel",

@@ -86,7 +86,8 @@ def write_labels(path):
 def translator_run(tmp_path_factory):
     """A tiny translator trained by `keras-seq train` for 2 epochs with the
     low-resource recipe and `--average-epochs 2`; shared by the tests of
-    `train`, `translate`, `evaluate` and `export`.
+    `train`, `translate`, `evaluate` and `export`. Its `--data` is named
+    relative to the working directory of the command, as users type it.
 
     Returns:
         `(output_dir, data, the finished train process)`.
@@ -95,9 +96,9 @@ def translator_run(tmp_path_factory):
     data = write_pairs(root / "pairs.tsv")
     out = root / "translator"
     result = run_cli(
-        "train", "translator", "--data", data, "--preset", "tiny",
+        "train", "translator", "--data", data.name, "--preset", "tiny",
         "--epochs", "2", "--average-epochs", "2", "--output-dir", out,
-        "--recipe", "low-resource",
+        "--recipe", "low-resource", cwd=root,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return out, data, result

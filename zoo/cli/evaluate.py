@@ -17,7 +17,9 @@ def add_parser(commands):
         "--model-dir", required=True, help="a directory of `keras-seq train`"
     )
     parser.add_argument(
-        "--data", default=None, help="the corpus (default: the training data)"
+        "--data",
+        default=None,
+        help="the corpus (default: the file the run trained on, by its absolute path)",
     )
     train.add_beam_width_argument(parser, "translators: beams of the search")
     parser.set_defaults(run=run)

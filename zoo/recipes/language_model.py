@@ -40,6 +40,7 @@ class LanguageModelRecipe(Recipe):
         result = tasks.train_language_model(
             corpus, output_dir, chosen, verbose=verbose, strategy=strategy,
             builder=self.builder, optimizer=self.optimizer or tasks.warmup_adam,
+            presets=self.presets,
         )  # fmt: skip
         # A sample from the first words of a validation line shows what
         # the model learned, beside its perplexity.

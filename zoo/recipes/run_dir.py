@@ -2,8 +2,10 @@
 claims, writes and reads it.
 
     <dir>/model.keras               the model (Keras format, safe to load)
-    <dir>/run.json                  family, data, settings, test figures and
-                                    a fingerprint of each vocabulary
+    <dir>/run.json                  family, data (its absolute path and the
+                                    SHA-256 of its bytes), settings, test
+                                    figures and a fingerprint of each
+                                    vocabulary
     <dir>/vocabulary.txt            one vocabulary (encoder-only, decoder-only)
     <dir>/source_vocabulary.txt     or source and target vocabularies
     <dir>/target_vocabulary.txt     (translators)
@@ -27,10 +29,18 @@ written (`claim`):
 - a path that is a file, or a directory that cannot be written, is refused;
 - a finished run (its `run.json`, no backup) is kept unless `overwrite`;
 - an interrupted run (a `backup/` left by `BackupAndRestore`) of the same
-  settings is resumed; one of other settings is kept unless `overwrite`.
+  settings is resumed; one of other settings is kept unless `overwrite`
+  (data whose bytes changed since the run began are other settings, and
+  said so: a resumed run keeps the vocabularies it began with, which new
+  data would no longer fit).
 
 The settings of the run in progress are written to `training.json` first,
-so a later command can tell whether a backup is its own. Loading
+so a later command can tell whether a backup is its own; they name the
+data by content (`DATA_SHA256`), so a run resumes from any working
+directory and after its directory moved. `run.json` keeps the data's
+absolute path beside it, so `evaluate` finds the data from anywhere and
+knows when the file changed (`data_record`); a `run.json` written before
+keeps its path as typed. Loading
 (`zoo.recipes.model_dir.load_model_dir`) refuses a directory whose
 vocabularies are not the ones the model was trained with (the fingerprints
 `RunDir.save` records).
@@ -65,7 +75,7 @@ from keras_seq.text.translation_preprocessor import (
     TARGET_VOCABULARY_FILE,
 )
 from zoo.recipes.families import FAMILIES
-from zoo.recipes.inputs import UsageError
+from zoo.recipes.inputs import UsageError, reported_as_usage
 
 MODEL_FILE = "model.keras"
 RUN_FILE = "run.json"
@@ -80,6 +90,11 @@ AVERAGE_DIR = "average"
 HISTORY_FILE = "history.csv"
 BEST_WEIGHTS_FILE = "best.weights.h5"
 CHECKPOINT_FILES = (HISTORY_FILE, BEST_WEIGHTS_FILE)
+
+# The keys of `run.json` and `training.json` that name the data: a file's
+# absolute path (None for data given from Python) and its bytes' SHA-256.
+DATA = "data"
+DATA_SHA256 = "data_sha256"
 
 
 # The vocabularies and `preprocessor.json` are named by the preprocessors of
@@ -282,7 +297,7 @@ class RunDir:
         none."""
         _release(os.path.realpath(self.path))
 
-    def claim(self, settings, overwrite, flag="--output-dir"):
+    def claim(self, settings, overwrite, flag="--output-dir", data="--data"):
         """Checks the directory and makes it the home of the run `settings`
         describe.
 
@@ -294,6 +309,8 @@ class RunDir:
             overwrite: bool, `--overwrite`: replace a finished run or another
                 run's backup.
             flag: str, the flag that named the directory.
+            data: str, what named the data (`"--data pairs.tsv"`), for the
+                refusal of an interrupted run on other data.
 
         The directory stays locked (`lock`) until `release`, or until the
         process ends.
@@ -310,16 +327,24 @@ class RunDir:
         check_writable(self.path, flag)
         self.lock(flag)
         try:
-            return self._claim_locked(settings, overwrite, flag)
+            return self._claim_locked(settings, overwrite, flag, data)
         except BaseException:
             self.release()
             raise
 
-    def _claim_locked(self, settings, overwrite, flag):
+    def _claim_locked(self, settings, overwrite, flag, data):
         previous = _read_json_object(self.settings_path)
         if os.path.isdir(self.backup_dir):
             if previous == settings:
                 return finished_epochs(self.backup_dir)
+            then, now = (previous or {}).get(DATA_SHA256), settings.get(DATA_SHA256)
+            if not overwrite and then and now and then != now:
+                raise UsageError(
+                    f"{data}: its content is not the data of the interrupted run "
+                    f"in {self.path} (SHA-256 {then[:12]}... there, {now[:12]}... "
+                    "now), whose vocabularies it would not fit; resume with that "
+                    "data, or pass --overwrite to start afresh."
+                )
             if not overwrite:
                 raise UsageError(
                     f"{flag} {self.path} holds the backup of an interrupted run "
@@ -377,6 +402,26 @@ class RunDir:
         `PREPROCESSOR_FILE` give)."""
         os.makedirs(self.path, exist_ok=True)
         preprocessor.save(self.path)
+
+    def resumed_vocabularies(self, keys):
+        """The vocabularies of the interrupted run this directory resumes.
+
+        A claimed directory holds a `backup/` only when it resumes a run of
+        the same settings (`claim`), whose model rows belong to the tokens
+        of the vocabularies it wrote before its first epoch: those are
+        read back, never learned again.
+
+        Args:
+            keys: the vocabulary keys (`vocabulary_file`'s) of the family.
+
+        Returns:
+            A tuple of token lists, one per key, or None when no run is
+            resumed here.
+        """
+        if not os.path.isdir(self.backup_dir):
+            return None
+        with reported_as_usage(ValueError):
+            return tuple(text.load_vocabulary(self.vocabulary_path(k)) for k in keys)
 
     def save(self, family, model, run, vocabularies):
         """Writes the model and `run.json`, the run's one record.
@@ -504,6 +549,21 @@ def write_json(path, value):
 
 
 def fingerprint(path):
-    """The SHA-256 of a vocabulary file's bytes (its tokens, in order)."""
+    """The SHA-256 of a file's bytes, in hex (a vocabulary, a `--data` file)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        return hashlib.sha256(file.read()).hexdigest()
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def items_fingerprint(items):
+    """The SHA-256 of data given from Python, as `fingerprint` gives it for
+    the same items written one a line (fields joined by tabs, each line
+    ending in a newline): a list of pairs and the file of those pairs are
+    the same data."""
+    digest = hashlib.sha256()
+    for item in items:
+        fields = item if isinstance(item, (tuple, list)) else (item,)
+        digest.update(("\t".join(map(str, fields)) + "\n").encode("utf-8"))
+    return digest.hexdigest()

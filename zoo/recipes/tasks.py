@@ -27,7 +27,8 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from zoo import build_classifier, build_language_model, build_masked_language_model
-from zoo.recipes import run_dir, runtime
+from zoo import presets as zoo_presets
+from zoo.recipes import run_dir, runtime, workflow
 from zoo.recipes.inputs import UsageError, check_text_list
 from zoo.recipes.settings import (
     ClassifierSettings,
@@ -42,18 +43,24 @@ SAMPLE_TOP_K = GenerateSettings.top_k
 
 
 def _start(texts, output_dir, seed, vocabulary_size, verbose):
-    """Seeds the run and trains the vocabulary; its tokenizer.
+    """Seeds the run and trains the vocabulary (or keeps that of the run it
+    resumes, whose weights belong to it); its tokenizer.
 
     The preprocessor made from it saves it (`Preprocessor.save`).
     """
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(seed)
-    if verbose:
+    kept = run_dir.RunDir(output_dir).resumed_vocabularies(("text",))
+    if verbose and not kept:
         print(
             f"training the WordPiece vocabulary on {len(texts):,} texts...",
             flush=True,
         )
-    vocabulary = text.train_wordpiece_vocabulary(texts, vocabulary_size)
+    (vocabulary,) = kept or (text.train_wordpiece_vocabulary(texts, vocabulary_size),)
+    if verbose:
+        workflow.announce_vocabularies(
+            {"text": vocabulary}, vocabulary_size, kept=bool(kept)
+        )
     return vocabulary, text.make_tokenizer(vocabulary)
 
 
@@ -229,6 +236,10 @@ def train_classifier(
             settings.preset, vocabulary_size=len(vocabulary),
             num_classes=num_classes, **settings.overrides,
         )  # fmt: skip
+    if verbose:
+        workflow.announce_model(
+            model, settings.preset, zoo_presets.CLASSIFIER_PRESETS, settings.overrides
+        )
     max_length = min(settings.max_length, model.get_config()["max_length"])
     preprocessor = text.ClassificationPreprocessor(
         tokenizer, max_length, class_names=getattr(corpus, "class_names", None)
@@ -353,7 +364,8 @@ def warmup_adam(model, settings):
 
 def train_language_model(
     corpus, output_dir, settings=None, *, verbose=1, strategy=None,
-    builder=build_language_model, optimizer=warmup_adam, **changes,
+    builder=build_language_model, optimizer=warmup_adam,
+    presets=zoo_presets.LANGUAGE_MODEL_PRESETS, **changes,
 ):  # fmt: skip
     """Trains a language model on a `TextCorpus` (lines of text).
 
@@ -367,6 +379,8 @@ def train_language_model(
         builder: the builder, `zoo.build_language_model` or another causal
             model's taking a preset and `vocabulary_size`.
         optimizer: `(model, settings) -> keras.optimizers.Optimizer`.
+        presets: the builder's presets, whose counts the model is told
+            against.
         **changes: settings over `settings`, and builder arguments over the
             preset.
 
@@ -382,6 +396,8 @@ def train_language_model(
         model = builder(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
+    if verbose:
+        workflow.announce_model(model, settings.preset, presets, settings.overrides)
     # A model without a length limit of its own (a recurrent one) takes
     # the recipe's `max_length` for its texts.
     max_length = model.get_config().get("max_length") or settings.max_length
@@ -516,6 +532,10 @@ def train_masked_language_model(
     with runtime.scope(strategy):
         model = build_masked_language_model(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
+        )
+    if verbose:
+        workflow.announce_model(
+            model, settings.preset, zoo_presets.ENCODER_PRESETS, settings.overrides
         )
     max_length = model.get_config()["max_length"]
     preprocessor = text.MaskedLanguageModelPreprocessor(tokenizer, max_length)

@@ -28,7 +28,7 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from keras_seq.validation import check_positive_int
-from zoo.recipes import plots, run_dir, runtime
+from zoo.recipes import plots, run_dir, runtime, workflow
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import TranslatorSettings
 
@@ -308,17 +308,25 @@ def train_translator(
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(settings.seed)
     started = time.time()
-    if verbose:
+    # A resumed run's weights belong to the vocabularies it began with.
+    kept = run_dir.RunDir(output_dir).resumed_vocabularies(("source", "target"))
+    if verbose and not kept:
         print(
             f"training the WordPiece vocabularies on {len(corpus.train):,} pairs...",
             flush=True,
         )
     # Case is kept unless the settings ask otherwise: the vocabularies learn
     # the words as the tokenizers will read them.
-    vocabularies = build_vocabularies(
+    vocabularies = kept or build_vocabularies(
         corpus.train, settings.vocabulary_size, shared=shared,
         lowercase=settings.lowercase,
     )  # fmt: skip
+    if verbose:
+        workflow.announce_vocabularies(
+            dict(zip(("source", "target"), vocabularies)),
+            settings.vocabulary_size,
+            kept=bool(kept),
+        )
     tokenizers = [
         text.make_tokenizer(v, lowercase=settings.lowercase) for v in vocabularies
     ]
@@ -340,6 +348,8 @@ def train_translator(
             settings.jit_compile,
             ema_momentum=settings.ema_momentum,
         )
+    if verbose:
+        workflow.announce_model(model, settings.preset, presets, settings.overrides)
     # The RNN translator has no `max_length`; its batches are cut to the
     # last bucket, `max_length`.
     preprocessor = text.TranslationPreprocessor(

@@ -4,6 +4,7 @@ Each step looks the family up in `zoo.recipes.families.FAMILIES` and calls
 its `Recipe`'s hooks around the run directory (`zoo.recipes.run_dir`).
 """
 
+import contextlib
 import os
 import sys
 
@@ -40,6 +41,45 @@ def announce_resume(output_dir, resumed, epochs):
         )
 
 
+def announce_vocabularies(learned, asked, kept=False):
+    """Says the size of each vocabulary against the size asked.
+
+    Args:
+        learned: dict of side (`"source"`, `"target"`, `"text"`) -> the
+            tokens (a list, or its size).
+        asked: int, `--vocabulary-size`.
+        kept: bool, the vocabularies are those of the run being resumed.
+    """
+    sizes = {k: v if isinstance(v, int) else len(v) for k, v in learned.items()}
+    words = ", ".join(f"{side} {size:,}" for side, size in sizes.items())
+    how = "kept from the interrupted run" if kept else "learned"
+    line = f"vocabularies {how}: {words} tokens, of at most {asked:,} asked"
+    if not kept and max(sizes.values()) < asked:
+        line += " (the training text holds no more word pieces)"
+    print(line, flush=True)
+
+
+def announce_model(model, preset, presets, overrides):
+    """Says the parameters of the model built against the count its preset
+    lists (at the preset's own vocabulary sizes, without `--set`'s
+    changes)."""
+    line = f"model: {int(model.count_params()):,} parameters"
+    entry = presets.get(preset, {})
+    if "params" in entry:
+        sizes = " / ".join(
+            f"{size:,}"
+            for key, size in entry["config"].items()
+            if key.endswith("vocabulary_size")
+        )
+        line += (
+            f"; preset {preset} lists {entry['params']:,} at vocabularies of {sizes}"
+        )
+        if overrides:
+            changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
+            line += f", without {changes}"
+    print(line, flush=True)
+
+
 def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
           corpus=None):  # fmt: skip
     """Trains family `name` on `data` and writes its run directory.
@@ -50,9 +90,15 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
     and draws its figures; `RunDir.save` then writes the model and
     `run.json`.
 
+    `run.json` keeps the data by its absolute path and the SHA-256 of its
+    bytes (`corpora.data_record`); the settings that make the run resumable
+    name it by content alone, so a run resumes from any working directory,
+    and data whose content changed is refused before anything is written.
+
     Args:
         name: str, a key of `FAMILIES`.
-        data: str or None, what `--data` names (None: the family's corpus).
+        data: str or None, what `--data` names (None: the family's corpus),
+            or a list of pairs or texts from Python (`zoo.train`).
         output_dir: str.
         chosen: the family's settings (`Recipe.settings`).
         overwrite: bool, replace a finished run or another run's backup.
@@ -65,15 +111,22 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
     Raises:
         UsageError: for data, a directory or a strategy the user must fix.
     """
+    from zoo.recipes import corpora
+
     recipe = FAMILIES[name]
     machine = machine or RuntimeSettings()
     corpus = corpus or recipe.read_corpus(data, chosen)
+    data_record = corpora.data_record(data)
+    by_content = dict(data_record)
+    if by_content[run_dir.DATA_SHA256]:
+        # The same bytes from another place (or from Python) are the same run.
+        by_content[run_dir.DATA] = None
     identity = {
-        "family": name, "data": data, "precision": machine.precision,
+        "family": name, **by_content, "precision": machine.precision,
         **chosen.identity(),
     }  # fmt: skip
     run = run_dir.RunDir(output_dir)
-    resumed = run.claim(identity, overwrite)
+    resumed = run.claim(identity, overwrite, data=corpora.described(data))
     try:
         # A strategy the backend cannot run (mirrored on JAX) is the user's
         # to fix; it is made before any other op.
@@ -92,7 +145,7 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
         }
         record["params"] = int(result.model.count_params())
         record["epochs"] = resumed + len(result.history.get("loss", ()))
-        settings = {"data": data, "preset": chosen.preset, "seed": chosen.seed}
+        settings = {**data_record, "preset": chosen.preset, "seed": chosen.seed}
         if chosen.overrides:
             settings["overrides"] = chosen.overrides
         run.save(name, result.model, {**settings, **record}, recipe.vocabularies)
@@ -103,9 +156,20 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
 
 def evaluate(trained, data, chosen):
     """The test figures of a loaded run directory on `data`'s test split
-    (None: the data it was trained on), rounded to 4 places."""
+    (None: the data it was trained on, `corpora.recorded_data`), rounded to
+    4 places.
+
+    Raises:
+        UsageError: when `data` is None and the run's data cannot be read
+            as it was (moved, changed, or given from Python).
+    """
+    from zoo.recipes import corpora
+
     recipe = FAMILIES[trained.family]
-    corpus = recipe.read_corpus(data or trained.run.get("data"), chosen)
+    data = data or corpora.recorded_data(trained.run, trained.path)
+    # What was read is said on stderr: `evaluate`'s output is its figures.
+    with contextlib.redirect_stdout(sys.stderr):
+        corpus = recipe.read_corpus(data, chosen)
     figures = recipe.evaluate(trained, corpus, chosen)
     return {k: round(v, 4) for k, v in figures.items()}
 

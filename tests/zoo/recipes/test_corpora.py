@@ -58,3 +58,67 @@ def test_the_dictionary_is_named_or_found_by_its_file_name():
     assert corpora.is_trans_de_en(None) and corpora.is_trans_de_en("trans-de-en")
     assert corpora.is_trans_de_en("/usr/share/trans/de-en")
     assert not corpora.is_trans_de_en("pairs.tsv")
+
+
+def test_a_file_is_read_aloud_lines_dropped_and_split(tmp_path, capsys):
+    path = write_pairs(tmp_path / "p.tsv")
+    rows = path.read_text().splitlines()
+    # 100 distinct pairs, 3 of them twice, 2 empty lines, 1 line without a tab.
+    path.write_text(
+        "\n".join(rows[:50] + ["", "", "no tab"] + rows[50:] + rows[:3] + [""])
+    )
+    corpus = corpora.translation_corpus(str(path))
+    assert (len(corpus.train), len(corpus.validation), len(corpus.test)) == (90, 5, 5)
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"--data {path}: 103 pairs read; dropped 2 empty lines, 1 malformed line, "
+        "3 duplicate pairs",
+        f"--data {path}: split into 90 training, 5 validation and 5 test (the 100 "
+        "unique pairs numbered in order from 0: n % 20 == 0 test, 1 validation, "
+        "else training)",
+    ]
+    assert "line(s)" in err and "lines 53" in err  # The note names the bad line.
+
+
+def test_lists_from_python_are_read_as_their_files(tmp_path, capsys):
+    pairs = [(f"s{i}.", f"t{i}.") for i in range(40)]
+    corpus = corpora.translation_corpus(pairs + pairs[:2])
+    assert corpus.test == [("s0.", "t0."), ("s20.", "t20.")]
+    assert capsys.readouterr().out.startswith(
+        "`data`: 42 pairs read; dropped 2 duplicate pairs\n"
+    )
+    labelled = corpora.sentiment_corpus([(f"text {i}", i % 2) for i in range(40)])
+    assert labelled.validation == [("text 1", 1), ("text 21", 1)]
+    texts = corpora.text_corpus([f"line {i}" for i in range(40)] + ["  "])
+    assert texts.test == ["line 0", "line 20"] and len(texts.train) == 36
+    with pytest.raises(UsageError, match=r"`data\[0\]` must be a pair"):
+        corpora.sentiment_corpus(["no label"] * 3)
+    # A list and the file of its lines are the same data.
+    path = tmp_path / "p.tsv"
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
+    assert (
+        corpora.data_record(pairs)["data_sha256"]
+        == (corpora.data_record(str(path))["data_sha256"])
+    )
+    assert corpora.data_record(str(path))["data"] == str(path.resolve())
+    assert corpora.data_record("trans-de-en") == {
+        "data": "trans-de-en",
+        "data_sha256": None,
+    }
+
+
+def test_splits_given_are_kept_as_given(capsys):
+    pairs = [(f"s{i}.", f"t{i}.") for i in range(4)]
+    corpus = corpora.translation_corpus(corpora.Splits(pairs, pairs[:1], pairs[1:2]))
+    assert (corpus.train, corpus.validation, corpus.test) == (
+        pairs,
+        pairs[:1],
+        pairs[1:2],
+    )
+    assert "4 training, 1 validation and 1 test pairs, as given" in (
+        capsys.readouterr().out
+    )
+    with pytest.raises(UsageError, match=r"`test_data` must hold at least one"):
+        corpora.translation_corpus(corpora.Splits(pairs, pairs, []))
+    with pytest.raises(UsageError, match=r"`validation_data\[0\]` must be a pair of"):
+        corpora.translation_corpus(corpora.Splits(pairs, [("a", 1)], pairs))

@@ -7,6 +7,7 @@ the third), and once more, the same command, which resumes.
 """
 
 import csv
+import hashlib
 import json
 import os
 import random
@@ -125,3 +126,94 @@ def test_killed_run_resumes_to_identical_weights(tmp_path):
     straight, again = _history(tmp_path / "straight"), _history(resumed)
     assert [row["epoch"] for row in again] == [str(e) for e in range(EPOCHS)]
     assert [row["loss"] for row in again] == [row["loss"] for row in straight]
+
+
+# Resuming after the data changed, moved, or is named from elsewhere
+# (in this process: an exception after the first epoch's backup stands in
+# for the kill).
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt_after_first_epoch(monkeypatch):
+    from keras_seq.callbacks import ShuffleEpoch
+    from zoo.recipes import translation
+
+    class Interrupting(ShuffleEpoch):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch >= 1:  # Epoch 0 is backed up by now.
+                raise _Interrupted
+            super().on_epoch_begin(epoch, logs)
+
+    monkeypatch.setattr(translation, "ShuffleEpoch", Interrupting)
+
+
+def _train(data, output_dir, cwd):
+    from tests.command_line import run_cli
+
+    return run_cli(
+        "train", "translator", "--data", data, "--preset", "tiny", "--epochs", 2,
+        "--beam-width", 1, "--output-dir", output_dir, in_process=True, cwd=cwd,
+    )  # fmt: skip
+
+
+def _digests(root):
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_resume_keeps_its_vocabularies_and_refuses_changed_data(
+    tmp_path, monkeypatch
+):
+    from tests.zoo.conftest import write_pairs
+
+    data = write_pairs(tmp_path / "pairs.tsv")
+    original = data.read_bytes()
+    with monkeypatch.context() as patch:
+        _interrupt_after_first_epoch(patch)
+        with pytest.raises(_Interrupted):
+            _train("pairs.tsv", "run", cwd=tmp_path)
+    out = tmp_path / "run"
+    assert (out / "backup").is_dir() and not (out / "model.keras").exists()
+    vocabularies = _digests(out)
+
+    # Other bytes under the same name: refused in one line, nothing written.
+    data.write_text(
+        data.read_text() + "".join(f"neu{i} wort.\tnew{i} word.\n" for i in range(40))
+    )
+    refused = _train("pairs.tsv", "run", cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stdout.count("\n") <= 3
+    message = refused.stderr.strip().splitlines()
+    assert len(message) == 1 and message[0].startswith(
+        "keras-seq: --data pairs.tsv: its content is not the data of the "
+        "interrupted run in run (SHA-256 "
+    ), message
+    assert "pass --overwrite to start afresh" in message[0]
+    assert _digests(out) == vocabularies
+
+    # The same bytes, the directory moved and both named from elsewhere:
+    # the run resumes under the vocabularies it began with, never relearned.
+    data.write_bytes(original)
+    moved, elsewhere = tmp_path / "moved", tmp_path / "elsewhere"
+    out.rename(moved)
+    elsewhere.mkdir()
+    from keras_seq import text
+
+    def relearned(*args, **kwargs):
+        raise AssertionError("a resumed run learned its vocabularies again")
+
+    monkeypatch.setattr(text, "train_wordpiece_vocabulary", relearned)
+    resumed = _train("../pairs.tsv", "../moved", cwd=elsewhere)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming the interrupted run in ../moved after epoch 1" in resumed.stdout
+    assert "vocabularies kept from the interrupted run" in resumed.stdout
+    for name in ("source_vocabulary.txt", "target_vocabulary.txt"):
+        digest = hashlib.sha256((moved / name).read_bytes()).hexdigest()
+        assert digest == vocabularies[name]
+    run = json.loads((moved / "run.json").read_text())
+    assert run["epochs"] == 2 and run["data"] == str(data)

@@ -1,0 +1,170 @@
+"""Training a family from Python: `zoo.train`, what `keras-seq train` does.
+
+`train` takes a file or lists of pairs or texts, runs the recipe through
+`zoo.recipes.workflow.train` (the command's own path: the same checks, run
+directory, resuming and lines said), and returns the run directory loaded
+as `zoo.recipes.model_dir.load_model_dir` loads it.
+"""
+
+import os
+
+
+def train(
+    family,
+    data,
+    output_dir,
+    *,
+    preset=None,
+    recipe=None,
+    epochs=None,
+    minutes=None,
+    seed=None,
+    vocabulary_size=None,
+    validation_data=None,
+    test_data=None,
+    beam_width=None,
+    overwrite=False,
+    **overrides,
+):
+    """Trains a model family and writes its run directory, as `keras-seq
+    train` does; the trained model, loaded from that directory.
+
+    A translator trains on `(source, target)` pairs, the classifier on
+    `(text, class id)` pairs, the language models on texts. Data given
+    alone is split as a file is: duplicate pairs dropped, then the unique
+    items numbered from 0, n % 20 == 0 to the test split, 1 to validation,
+    the rest to training; with `validation_data` and `test_data`, `data`
+    is the training split, and each is kept as given. What was read, the
+    split, the vocabulary sizes and the parameters are said in one line
+    each.
+
+    Args:
+        family: str, one of `zoo.recipes.families.FAMILIES`
+            (`"translator"`, `"classifier"`, ...).
+        data: a file path (`source<TAB>target`, `text<TAB>label`, or one
+            text a line), a corpus name (`"trans-de-en"`, ...), or a list
+            of pairs or texts.
+        output_dir: str or `os.PathLike`, the run directory (an
+            interrupted run of the same settings there resumes).
+        preset: str or None, a preset of the family's builder (None: the
+            recipe's).
+        recipe: str or None, translators: a name of
+            `zoo.recipes.settings.TRANSLATOR_RECIPES` (`"low-resource"`).
+        epochs: int or None, the most epochs.
+        minutes: float or None, a training time budget.
+        seed: int or None, of every random draw.
+        vocabulary_size: int or None, the most WordPiece tokens of each
+            vocabulary (smaller when the text holds fewer word pieces).
+        validation_data: list or None, the validation items; given with
+            `test_data`, `data` must be a list too.
+        test_data: list or None, the test items.
+        beam_width: int or None, translators: beams of the test
+            translations.
+        overwrite: bool, replace a finished run in `output_dir`.
+        **overrides: builder arguments over the preset's, as `--set`
+            gives them (`dropout=0.2`).
+
+    Returns:
+        A `zoo.recipes.model_dir.TrainedModel`.
+
+    Raises:
+        ValueError: for an unknown family, preset or recipe, an option out
+            of its bounds, data that cannot be read, or a directory that
+            holds another run; before anything is written.
+        TypeError: for an option or item of the wrong type.
+
+    Example:
+
+    >>> pairs = [("Ich sehe dich.", "I see you."), ...]  # doctest: +SKIP
+    >>> trained = zoo.train(
+    ...     "translator", pairs, "runs/mine", preset="tiny", epochs=2
+    ... )  # doctest: +SKIP
+    >>> trained.translate("Ich sehe dich.")  # doctest: +SKIP
+    'i see you.'
+    """
+    from keras_seq import validation
+    from keras_seq.text import RESERVED_TOKENS
+    from zoo.recipes import model_dir, workflow
+    from zoo.recipes.families import FAMILIES
+    from zoo.recipes.inputs import UsageError
+
+    validation.check_choice(family, "family", tuple(FAMILIES))
+    chosen_recipe = FAMILIES[family]
+    if recipe is not None and not chosen_recipe.translates:
+        raise ValueError(
+            f"`recipe` applies to translators; received {recipe!r} for {family}."
+        )
+    if recipe is not None:
+        from zoo.recipes import settings
+
+        validation.check_choice(recipe, "recipe", tuple(settings.TRANSLATOR_RECIPES))
+    defaults = chosen_recipe.default_settings(recipe)
+    validation.check_choice(
+        preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
+    )
+    validation.check_int_in(epochs, "epochs", 1)
+    validation.check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
+    validation.check_int_in(
+        vocabulary_size, "vocabulary_size", len(RESERVED_TOKENS) + 1
+    )
+    validation.check_int_in(beam_width, "beam_width", 1)
+    if minutes is not None:
+        validation.check_finite(minutes, "minutes", above_zero=True)
+    if beam_width is not None and not chosen_recipe.translates:
+        raise ValueError(
+            f"`beam_width` applies to translators; received {beam_width} for {family}."
+        )
+    config = chosen_recipe.presets[preset or defaults.preset]["config"]
+    settable = sorted(k for k in config if not k.endswith("vocabulary_size"))
+    unknown = sorted(set(overrides) - set(settable))
+    if unknown:
+        raise TypeError(
+            f"`train` got unknown arguments {unknown}; builder arguments over "
+            f"the preset are {settable}."
+        )
+    data = _data(chosen_recipe.data_help, data, validation_data, test_data)
+    given = {
+        "preset": preset, "epochs": epochs, "minutes": minutes, "seed": seed,
+        "vocabulary_size": vocabulary_size, "beam_width": beam_width,
+    }  # fmt: skip
+    chosen = defaults.replace(
+        **{k: v for k, v in given.items() if v is not None}, overrides=overrides
+    )
+    output_dir = os.fspath(output_dir)
+    try:
+        workflow.train(family, data, output_dir, chosen, overwrite=overwrite)
+        return model_dir.load_model_dir(output_dir)
+    except UsageError as error:
+        # The command line's refusals, whose messages name the fix.
+        raise ValueError(str(error)) from None
+
+
+def _data(layout, data, validation_data, test_data):
+    """`data` as `zoo.recipes.corpora` reads it: a path, a list, or
+    `Splits` of three lists (`layout`: what a line of the family's file
+    holds, for the messages)."""
+    from zoo.recipes import corpora
+
+    items = f"items (as a line of the file holds: {layout})"
+    if (validation_data is None) != (test_data is None):
+        raise ValueError(
+            "`validation_data` and `test_data` go together; received "
+            f"{'only validation_data' if test_data is None else 'only test_data'}."
+        )
+    if isinstance(data, os.PathLike):
+        data = os.fspath(data)
+    if validation_data is not None:
+        if isinstance(data, str) or not hasattr(data, "__iter__"):
+            raise TypeError(
+                f"`data` must be a list of {items} when `validation_data` is "
+                f"given; received {type(data).__name__}."
+            )
+        return corpora.Splits(data, validation_data, test_data)
+    if isinstance(data, str):
+        return data
+    if isinstance(data, (bytes, dict)) or not hasattr(data, "__iter__"):
+        raise TypeError(
+            f"`data` must be a file path or a list of {items}; received "
+            f"{type(data).__name__}."
+        )
+    return list(data)
