@@ -114,7 +114,7 @@ def test_train_says_what_it_read_split_learned_and_built(both):
         ("translator", [], {"preset": "huge"}, ValueError, "`preset` must be one of"),
         ("translator", 5, {}, TypeError, "`data` must be a file path or a list"),
         ("translator", "missing.tsv", {}, ValueError, "missing.tsv: no such file."),
-        ("classifier", [("good", "pos")] * 40, {}, ValueError, "must be class ids"),
+        ("classifier", [("good", "pos")] * 40, {}, ValueError, "two classes or more"),
     ],
 )
 def test_train_refuses_bad_arguments_before_writing(
