@@ -110,6 +110,14 @@ def test_float_config_records_no_quantization():
     assert "quantization" not in zoo.build_translator("tiny").get_config()
 
 
+def _blanked(model, logits):
+    """Logits as decoding reads them: the model's never-output tokens at
+    -inf (`unsamplable_token_ids`; no end token is given here)."""
+    logits = _numpy(logits).copy()
+    logits[..., list(model.unsamplable_token_ids)] = -np.inf
+    return logits
+
+
 def _reference_scores(model, source, ids):
     """Sum of log-probabilities of `ids` (B, K, M) under full passes.
 
@@ -131,7 +139,7 @@ def _reference_scores(model, source, ids):
         prompt = np.repeat(source, beams, axis=0)
         full = np.concatenate([prompt, flat[:, :-1]], axis=1)
         logits = model(full)[:, prompt.shape[1] - 1 :]
-    log_probs = _numpy(ops.log_softmax(logits, axis=-1))  # (B K, M, V)
+    log_probs = _numpy(ops.log_softmax(_blanked(model, logits), axis=-1))
     chosen = np.take_along_axis(log_probs, flat[..., None], axis=-1)[..., 0]
     return chosen.sum(axis=1).reshape(batch, beams)
 
@@ -182,7 +190,7 @@ def _greedy_reference(model, source, length):
             )
         else:
             logits = model(np.concatenate([source, ids], axis=1))
-        following = _numpy(logits)[:, -1].argmax(axis=-1).astype("int32")
+        following = _blanked(model, logits)[:, -1].argmax(axis=-1).astype("int32")
         ids = np.concatenate([ids, following[:, None]], axis=1)
     return ids
 
