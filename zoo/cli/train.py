@@ -73,6 +73,16 @@ def add_parser(commands):
         ),
     )
     parser.add_argument(
+        "--bleu-every",
+        type=int,
+        default=None,
+        help=_default(
+            "translators: score validation BLEU every N epochs (the first and "
+            "the last are always scored)",
+            settings.TranslatorSettings.bleu_every,
+        ),
+    )
+    parser.add_argument(
         "--recipe",
         choices=tuple(settings.TRANSLATOR_RECIPES),
         default=None,
@@ -218,6 +228,7 @@ def chosen_settings(args, defaults, overrides):
         "seed": "seed", "vocabulary_size": "vocabulary_size",
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
+        "bleu_every": "bleu_every",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(defaults)}
     given = {
@@ -290,8 +301,10 @@ def _check(args):
     if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
     check_at_least(args.vocabulary_size, "--vocabulary-size", _reserved() + 1)
+    check_at_least(args.bleu_every, "--bleu-every")
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
+        ("--bleu-every", args.bleu_every, (None,)),
         ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
     ):

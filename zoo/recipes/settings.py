@@ -67,7 +67,10 @@ class TranslatorSettings(TrainingSettings):
         warmup_steps: int, of the inverse-square-root schedule.
         learning_rate_scale: float, multiplies the learning rate.
         label_smoothing: float in [0, 1), of the masked cross-entropy.
-        bleu_sample: int, validation pairs translated after each epoch.
+        bleu_sample: int, validation pairs translated (greedily) to score
+            validation BLEU.
+        bleu_every: int, score validation BLEU every that many epochs (the
+            first and the last epoch are always scored).
         jit_compile: bool. XLA compiles one training graph per length
             bucket, a cost that short CPU runs do not win back.
         shared_vocabulary: bool, one vocabulary for both sides; a model that
@@ -95,6 +98,7 @@ class TranslatorSettings(TrainingSettings):
     learning_rate_scale: float = 0.7
     label_smoothing: float = 0.1
     bleu_sample: int = 300
+    bleu_every: int = 1
     jit_compile: bool = False
     shared_vocabulary: bool = False
     ema_momentum: float | None = None
