@@ -334,6 +334,9 @@ def run(args):
     """
     chosen = _check(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
+    advice = settings.recipe_advice(chosen)
+    if advice:
+        print(advice, flush=True)
     from zoo.recipes import workflow
 
     runtime = {

@@ -184,6 +184,27 @@ LOW_RESOURCE = TranslatorSettings(
 )
 TRANSLATOR_RECIPES = {s.recipe: s for s in (TranslatorSettings(), LOW_RESOURCE)}
 
+# The budget below which the default recipe scored higher than
+# "low-resource" in every paired run of docs/experiments.md ("Recipes
+# against time"), in minutes on 2 CPU cores; `train` says so before a
+# shorter low-resource run.
+LOW_RESOURCE_MINUTES = 32.0
+
+
+def recipe_advice(chosen):
+    """One line when `chosen` is the low-resource recipe on a budget too
+    short for it to match the default recipe; None otherwise."""
+    if chosen.recipe != LOW_RESOURCE.recipe or chosen.minutes is None:
+        return None
+    if chosen.minutes >= LOW_RESOURCE_MINUTES:
+        return None
+    return (
+        f"note: --recipe low-resource needs more than {LOW_RESOURCE_MINUTES:g} "
+        "minutes on 2 CPU cores to match the default recipe; below that the "
+        "default recipe scores higher (docs/experiments.md)"
+    )
+
+
 # `keras-seq demo`: the small translator for a quarter of an hour, averaged
 # over its last 5 epochs, scored with beams and greedily.
 DEMO = TranslatorSettings(
