@@ -376,16 +376,25 @@ def _fit_translator(
     averages = settings.average_last_epochs > 1
     cost = ScoringCost(_sentences_after_training(settings, corpus), int(averages))
 
-    def validation_bleu():
-        began = time.time()
+    def decode_sample():
         # One batch, so one compiled decoding loop: each new batch shape
         # compiles a loop of its own, which costs far more than decoding
         # the sample (benchmarks/README.md, "Validation BLEU").
+        began = time.time()
         hypotheses = translate_texts(
             model, preprocessor, [s for s, _ in sample], batch_size=len(sample)
         )
         cost.measured(time.time() - began, len(sample))
-        return corpus_bleu(hypotheses, [t for _, t in sample])
+        return hypotheses
+
+    def validation_bleu():
+        return corpus_bleu(decode_sample(), [t for _, t in sample])
+
+    if settings.minutes is not None and sample:
+        # The budget needs the scoring's cost before the first epoch ends:
+        # the loop compiled now (the validations reuse it), then timed.
+        decode_sample()
+        decode_sample()
 
     # `--minutes` is the whole run's: what came before `fit` counts, and
     # the scoring after it is kept out of the training time.
@@ -479,14 +488,15 @@ class ScoringCost:
     """The minutes that scoring after training will take (`TimeBudget`'s
     reserve), from what scoring the validation sample cost.
 
-    Scoring the validation sample (one batch) costs a compiled loop the
+    Decoding the validation sample (one batch) costs a compiled loop the
     first time and decoding alone afterwards; the test split is decoded the
     same way (`SCORING_BATCH`), each decoding compiling a loop of its own.
     So a decoding of `n` sentences with `w` beams is estimated as
-    `BEAM_COMPILE(w)` compilations and `n` sentences at
-    `BEAM_STEP(w)` times the validation's cost per sentence; until a second
-    validation shows what the compilation cost, the first validation's
-    whole time stands for it.
+    `1 + COMPILE_PER_BEAM * (w - 1)` compilations and `n` sentences at
+    `1 + STEP_PER_BEAM * (w - 1)` times the cheapest validation decoding's
+    cost per sentence, the compilation being what the first decoding cost
+    beyond that; until a second decoding shows it, the first decoding's
+    whole time stands for each.
 
     Args:
         decodings: list of `(beam width, sentences)` scored after training.
@@ -506,7 +516,8 @@ class ScoringCost:
         self.sentences = 0
 
     def measured(self, seconds, count):
-        """Records a validation scoring of `count` sentences in `seconds`."""
+        """Records a decoding of the `count` validation sentences in
+        `seconds`."""
         if count:
             self.seconds.append(seconds)
             self.sentences = count
