@@ -153,3 +153,36 @@ def test_scoring_cost_estimates_the_scoring_after_training():
     cost.measured(6.0, 300)
     second = 6 + (24 * beam[0] + 12 * beam[1]) + (24 + 12)
     assert cost.minutes() == pytest.approx(second / 60)
+
+
+@pytest.mark.parametrize("minutes,before_fit", [(None, 0), (60.0, 2)])
+def test_a_budget_times_the_validation_decoding_before_training(
+    tmp_path, monkeypatch, minutes, before_fit
+):
+    # `--minutes` needs the scoring's cost from the first batch on: the
+    # validation loop is compiled and then timed before `fit`.
+    from keras_seq.data import TranslationCorpus
+    from zoo.recipes import translation as recipe
+
+    pairs = [(f"ich sehe {w}.", f"i see {w}.") for w in "abcdefgh"]
+    corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:3], test=pairs[:3])
+    calls, at_start = [], []
+    translate = recipe.translate_texts
+    monkeypatch.setattr(
+        recipe, "translate_texts", lambda *a, **k: calls.append(1) or translate(*a, **k)
+    )
+    fit = keras.Model.fit
+
+    class Start(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            at_start.append(len(calls))
+
+    def fit_and_look(model, *args, callbacks=(), **kwargs):
+        return fit(model, *args, callbacks=[Start(), *callbacks], **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", fit_and_look)
+    recipe.train_translator(
+        corpus, str(tmp_path), preset="tiny", epochs=1, vocabulary_size=40,
+        bleu_sample=3, verbose=0, minutes=minutes,
+    )  # fmt: skip
+    assert at_start == [before_fit] and len(calls) == before_fit + 1
