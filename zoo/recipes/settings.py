@@ -186,8 +186,8 @@ TRANSLATOR_RECIPES = {s.recipe: s for s in (TranslatorSettings(), LOW_RESOURCE)}
 
 # The budget below which the default recipe scored higher than
 # "low-resource" in every paired run of docs/experiments.md ("Recipes
-# against time"), in minutes on 2 CPU cores; `train` says so before a
-# shorter low-resource run.
+# against time budgets", "The low-resource recipe"), in minutes on 2 CPU
+# cores; `train` says so before a shorter low-resource run.
 LOW_RESOURCE_MINUTES = 32.0
 
 
