@@ -194,7 +194,8 @@ LOW_RESOURCE_MINUTES = 32.0
 def recipe_advice(chosen):
     """One line when `chosen` is the low-resource recipe on a budget too
     short for it to match the default recipe; None otherwise."""
-    if chosen.recipe != LOW_RESOURCE.recipe or chosen.minutes is None:
+    recipe = getattr(chosen, "recipe", None)  # Only translators name one.
+    if recipe != LOW_RESOURCE.recipe or chosen.minutes is None:
         return None
     if chosen.minutes >= LOW_RESOURCE_MINUTES:
         return None

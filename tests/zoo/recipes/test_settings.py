@@ -91,5 +91,6 @@ def test_a_short_low_resource_run_is_told_that_the_default_wins():
     assert f"more than {settings.LOW_RESOURCE_MINUTES:g} minutes" in line
     assert "default recipe scores higher" in line
     long = short.replace(minutes=settings.LOW_RESOURCE_MINUTES)
-    for quiet in (long, settings.LOW_RESOURCE, settings.TranslatorSettings(minutes=1)):
+    others = (settings.TranslatorSettings(minutes=1), settings.ClassifierSettings())
+    for quiet in (long, settings.LOW_RESOURCE, *others):
         assert settings.recipe_advice(quiet) is None
