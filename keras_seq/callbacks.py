@@ -26,10 +26,18 @@ class TimeBudget(keras.callbacks.Callback):
     """Stop training once `minutes` of wall-clock time have passed.
 
     The check runs after every batch, so a run ends within one batch of its
-    budget.
+    budget. A budget that should hold for a whole run, not only for `fit`,
+    starts `since` the run began and keeps a `reserve` for what comes after
+    training (scoring the test split): training stops once the minutes
+    spent plus the reserve reach the budget.
 
     Args:
         minutes: float > 0, the budget, or `None` for no budget.
+        since: float or None, the `time.time()` at which the budget began
+            (None: when training begins).
+        reserve: None, or a function of no arguments returning the minutes
+            to keep for after training; it is called after every batch, so
+            it should return a number computed beforehand.
 
     Example:
 
@@ -39,11 +47,13 @@ class TimeBudget(keras.callbacks.Callback):
     30.02
     """
 
-    def __init__(self, minutes=None):
+    def __init__(self, minutes=None, since=None, reserve=None):
         super().__init__()
         if minutes is not None and minutes <= 0:
             raise ValueError(f"`minutes` must be > 0 or None; received {minutes}.")
         self.minutes = minutes
+        self.since = since
+        self.reserve = reserve
         self._start = None
         self._stop = None
 
@@ -51,7 +61,10 @@ class TimeBudget(keras.callbacks.Callback):
         self._start = time.time()
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.minutes is not None and self.elapsed_minutes() >= self.minutes:
+        if self.minutes is None:
+            return
+        spent = (time.time() - (self.since or self._start)) / 60.0
+        if spent + (self.reserve() if self.reserve else 0.0) >= self.minutes:
             self.model.stop_training = True
 
     def on_train_end(self, logs=None):
@@ -65,16 +78,22 @@ class TimeBudget(keras.callbacks.Callback):
 
 
 class BleuHistory(keras.callbacks.Callback):
-    """Score BLEU after every epoch; `points` holds (minutes, epoch, BLEU).
+    """Score BLEU after epochs; `points` holds (minutes, epoch, BLEU).
 
     The minutes count training time only: the time spent scoring is
     subtracted, so the curve shows what training buys. The score is also
     put in the epoch's logs as `val_bleu`, so that callbacks after this one
     (`checkpoint_callbacks(..., monitor="val_bleu")`) can use it.
 
+    Scoring costs translating, so it can run every `every` epochs; the
+    first epoch of a `fit` (so that a CSV log has the column from its first
+    row) and the last (planned, or stopped by a callback before this one)
+    are always scored. An epoch not scored has no `val_bleu`.
+
     Args:
         score_fn: a function of no arguments returning the BLEU score of
             the model as it is now, e.g. on the validation pairs.
+        every: int, score every that many epochs.
 
     Example:
 
@@ -84,17 +103,25 @@ class BleuHistory(keras.callbacks.Callback):
     [(1.2, 1, 3.5), (2.4, 2, 7.9), (3.6, 3, 10.1)]
     """
 
-    def __init__(self, score_fn):
+    def __init__(self, score_fn, every=1):
         super().__init__()
+        check_positive_int(every, "every")
         self.score_fn = score_fn
+        self.every = every
         self.points = []
         self._start = None
         self._scoring = 0.0
+        self._first = True
 
     def on_train_begin(self, logs=None):
         self._start = time.time()
+        self._first = True
 
     def on_epoch_end(self, epoch, logs=None):
+        first, self._first = self._first, False
+        last = self.model.stop_training or epoch + 1 == self.params.get("epochs")
+        if not (first or last or (epoch + 1) % self.every == 0):
+            return
         began = time.time()
         score = float(self.score_fn())
         minutes = (began - self._start - self._scoring) / 60.0
@@ -153,9 +180,22 @@ class AverageLastEpochs(keras.callbacks.Callback):
     (written after the last backup) go. The directory is removed when
     training ends.
 
+    An average over epochs that were still learning fast (a short run
+    stopped by its budget) can score below the last weights. With a
+    `score_fn`, the average is kept only when it scores at least what the
+    last weights score; otherwise the model ends with the last weights.
+    `kept` says which (`"average"` or `"last"`) and `scores` gives both.
+
     Args:
         epochs: int, how many of the last epoch ends are averaged.
         directory: optional path where each epoch's copy is written.
+        score_fn: optional function of no arguments returning a score of
+            the model as it is now, higher is better (e.g. validation
+            BLEU).
+        monitor: optional name of the log entry that holds the score of an
+            epoch's last weights (e.g. `"val_bleu"` of a `BleuHistory` put
+            before this callback); when the last epoch logged it, the last
+            weights are not scored again.
 
     Example:
 
@@ -165,13 +205,18 @@ class AverageLastEpochs(keras.callbacks.Callback):
     5
     """
 
-    def __init__(self, epochs=5, directory=None):
+    def __init__(self, epochs=5, directory=None, score_fn=None, monitor=None):
         super().__init__()
         check_positive_int(epochs, "epochs")
         self.epochs = epochs
         self.directory = directory
+        self.score_fn = score_fn
+        self.monitor = monitor
+        self.kept = None
+        self.scores = {}
         self._kept = collections.deque(maxlen=epochs)
         self._loaded = False
+        self._last_score = None
 
     def _path(self, epoch):
         return os.path.join(self.directory, f"epoch-{epoch:05d}.npz")
@@ -189,6 +234,7 @@ class AverageLastEpochs(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._kept.clear()
         self._loaded = False
+        self.kept, self.scores = None, {}
 
     def on_epoch_begin(self, epoch, logs=None):
         # Only the first epoch of a `fit` says where a resumed run starts.
@@ -205,6 +251,7 @@ class AverageLastEpochs(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         weights = [np.array(v) for v in self.model.trainable_variables]
         self._kept.append(weights)
+        self._last_score = (logs or {}).get(self.monitor) if self.monitor else None
         if not self.directory:
             return
         os.makedirs(self.directory, exist_ok=True)
@@ -217,17 +264,38 @@ class AverageLastEpochs(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if len(self._kept) >= 2:
-            variables = self.model.trainable_variables
-            for variable, values in zip(variables, zip(*self._kept)):
-                mean = np.mean(np.stack(values), axis=0)
-                variable.assign(mean.astype(variable.dtype))
+            self._average()
         if self.directory and os.path.isdir(self.directory):
             shutil.rmtree(self.directory)
+
+    def _assign(self, weights):
+        for variable, value in zip(self.model.trainable_variables, weights):
+            variable.assign(value.astype(variable.dtype))
+
+    def _average(self):
+        """Puts the mean in the model, unless it scores below the last weights."""
+        last = self._kept[-1]
+        if self.score_fn is not None:
+            score = self._last_score
+            self.scores["last"] = float(self.score_fn() if score is None else score)
+        self._assign([np.mean(np.stack(ws), axis=0) for ws in zip(*self._kept)])
+        self.kept = "average"
+        if self.score_fn is not None:
+            self.scores["average"] = float(self.score_fn())
+            if self.scores["average"] < self.scores["last"]:
+                self._assign(last)
+                self.kept = "last"
 
     @property
     def averaged_epochs(self):
         """How many epoch ends the last average was taken over."""
         return len(self._kept)
+
+    @property
+    def kept_epochs(self):
+        """How many epoch ends the model's final weights are the mean of: 1
+        when the last weights were kept."""
+        return self.averaged_epochs if self.kept == "average" else 1
 
 
 class ShuffleEpoch(keras.callbacks.Callback):

@@ -1,5 +1,7 @@
 """`EmaWeights`: the averaged weights are scored at epoch ends and kept.
-`AverageLastEpochs`: training ends with the mean of the last epoch ends."""
+`AverageLastEpochs`: training ends with the mean of the last epoch ends,
+unless it scores below the last weights. `BleuHistory` every few epochs;
+`TimeBudget` counting what came before `fit` and keeping a reserve."""
 
 import csv
 import os
@@ -10,7 +12,9 @@ import pytest
 
 from keras_seq.callbacks import (
     AverageLastEpochs,
+    BleuHistory,
     EmaWeights,
+    TimeBudget,
     checkpoint_callbacks,
     finished_epochs,
 )
@@ -250,3 +254,94 @@ def test_an_unreadable_backup_without_an_older_copy_starts_afresh(tmp_path):
     backup.mkdir()
     (backup / "training_metadata.json").write_text('{"epoch": 2')
     assert finished_epochs(str(backup)) == 0
+
+
+class _LogScore(keras.callbacks.Callback):
+    """Logs `val_bleu` = 1.0 for every epoch's weights."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs["val_bleu"] = 1.0
+
+
+@pytest.mark.parametrize("average_score,kept", [(1.0, "average"), (0.5, "last")])
+def test_average_is_kept_only_when_it_scores_at_least_the_last_weights(
+    average_score, kept
+):
+    calls = []
+
+    def score():
+        calls.append(1)
+        return average_score
+
+    callback = AverageLastEpochs(3, score_fn=score, monitor="val_bleu")
+    model = _fit_plain(_LogScore(), epochs=3, stop_after=3, extra=[callback])
+    ends = model.record.epoch_ends
+    # The last weights' score comes from the log: only the mean is scored.
+    assert len(calls) == 1
+    assert callback.kept == kept
+    assert callback.scores == {"last": 1.0, "average": average_score}
+    assert callback.kept_epochs == (3 if kept == "average" else 1)
+    expected = (
+        [np.mean(ws, axis=0) for ws in zip(*ends)] if kept == "average" else ends[-1]
+    )
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_average_without_a_logged_score_scores_both_weights():
+    # A real score (minus the training loss): the last weights of this
+    # fit are better than the mean of its first, poorer epochs.
+    x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
+    models = []
+
+    def score():
+        return -float(models[0].evaluate(x, x[:, :2] * 2.0 - 1.0, verbose=0))
+
+    class Hold(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            models.append(self.model)
+
+    callback = AverageLastEpochs(3, score_fn=score)
+    model = _fit_plain(Hold(), epochs=3, stop_after=3, extra=[callback])
+    assert callback.scores["average"] < callback.scores["last"]
+    assert callback.kept == "last"
+    for got, want in zip(model.get_weights(), model.record.epoch_ends[-1]):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "every,epochs,stop_after,scored",
+    [(1, 3, 3, [1, 2, 3]), (2, 5, 5, [1, 2, 4, 5]), (3, 5, 2, [1, 2])],
+)
+def test_bleu_history_scores_every_few_epochs_and_the_last(
+    every, epochs, stop_after, scored
+):
+    history = BleuHistory(lambda: 7.0, every=every)
+    model = _fit_plain(history, epochs, stop_after)
+    assert len(model.record.epoch_ends) == stop_after
+    assert [epoch for _, epoch, _ in history.points] == scored
+
+
+def test_bleu_history_refuses_a_bad_interval():
+    with pytest.raises(ValueError, match="`every` must be a positive integer"):
+        BleuHistory(lambda: 0.0, every=0)
+
+
+@pytest.mark.parametrize(
+    "since,reserve,epochs_run",
+    [
+        (None, None, 3),  # An hour's budget: every epoch runs.
+        (None, lambda: 60.0, 1),  # The reserve fills the budget.
+        (-3600.0, None, 1),  # An hour went by before `fit`.
+        (3600.0, lambda: 59.0, 3),  # `since` says when the budget began.
+    ],
+)
+def test_time_budget_counts_from_since_and_keeps_the_reserve(
+    since, reserve, epochs_run
+):
+    import time
+
+    since = None if since is None else time.time() + since
+    model = _fit_plain(TimeBudget(60.0, since=since, reserve=reserve), 3, 3)
+    # Stopped in the first epoch, or not at all (far from the limits).
+    assert len(model.record.epoch_ends) == epochs_run

@@ -73,6 +73,16 @@ def add_parser(commands):
         ),
     )
     parser.add_argument(
+        "--bleu-every",
+        type=int,
+        default=None,
+        help=_default(
+            "translators: score validation BLEU every N epochs (the first and "
+            "the last are always scored)",
+            settings.TranslatorSettings.bleu_every,
+        ),
+    )
+    parser.add_argument(
         "--recipe",
         choices=tuple(settings.TRANSLATOR_RECIPES),
         default=None,
@@ -229,6 +239,7 @@ def chosen_settings(args, defaults, overrides):
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
         "lowercase": "lowercase",
+        "bleu_every": "bleu_every",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(defaults)}
     given = {
@@ -301,8 +312,10 @@ def _check(args):
     if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
     check_at_least(args.vocabulary_size, "--vocabulary-size", _reserved() + 1)
+    check_at_least(args.bleu_every, "--bleu-every")
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
+        ("--bleu-every", args.bleu_every, (None,)),
         ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
         ("--lowercase", args.lowercase, (None, False)),
@@ -333,6 +346,9 @@ def run(args):
     """
     chosen = _check(args)
     output_dir = args.output_dir or os.path.join("runs", args.family)
+    advice = settings.recipe_advice(chosen)
+    if advice:
+        print(advice, flush=True)
     from zoo.recipes import workflow
 
     runtime = {

@@ -67,7 +67,10 @@ class TranslatorSettings(TrainingSettings):
         warmup_steps: int, of the inverse-square-root schedule.
         learning_rate_scale: float, multiplies the learning rate.
         label_smoothing: float in [0, 1), of the masked cross-entropy.
-        bleu_sample: int, validation pairs translated after each epoch.
+        bleu_sample: int, validation pairs translated (greedily) to score
+            validation BLEU.
+        bleu_every: int, score validation BLEU every that many epochs (the
+            first and the last epoch are always scored).
         jit_compile: bool. XLA compiles one training graph per length
             bucket, a cost that short CPU runs do not win back.
         shared_vocabulary: bool, one vocabulary for both sides; a model that
@@ -98,6 +101,7 @@ class TranslatorSettings(TrainingSettings):
     learning_rate_scale: float = 0.7
     label_smoothing: float = 0.1
     bleu_sample: int = 300
+    bleu_every: int = 1
     jit_compile: bool = False
     shared_vocabulary: bool = False
     ema_momentum: float | None = None
@@ -183,6 +187,28 @@ LOW_RESOURCE = TranslatorSettings(
     overrides={"dropout": 0.2},
 )
 TRANSLATOR_RECIPES = {s.recipe: s for s in (TranslatorSettings(), LOW_RESOURCE)}
+
+# The budget below which the default recipe scored higher than
+# "low-resource" in every paired run of docs/experiments.md ("Recipes
+# against time budgets", "The low-resource recipe"), in minutes on 2 CPU
+# cores; `train` says so before a shorter low-resource run.
+LOW_RESOURCE_MINUTES = 32.0
+
+
+def recipe_advice(chosen):
+    """One line when `chosen` is the low-resource recipe on a budget too
+    short for it to match the default recipe; None otherwise."""
+    recipe = getattr(chosen, "recipe", None)  # Only translators name one.
+    if recipe != LOW_RESOURCE.recipe or chosen.minutes is None:
+        return None
+    if chosen.minutes >= LOW_RESOURCE_MINUTES:
+        return None
+    return (
+        f"note: --recipe low-resource needs more than {LOW_RESOURCE_MINUTES:g} "
+        "minutes on 2 CPU cores to match the default recipe; below that the "
+        "default recipe scores higher (docs/experiments.md)"
+    )
+
 
 # `keras-seq demo`: the small translator for a quarter of an hour, averaged
 # over its last 5 epochs, scored with beams and greedily.

@@ -207,7 +207,11 @@ class TranslatorResult:
         bleu_history: list of `(minutes, epoch, BLEU)` validation points.
         train_minutes: float, of `model.fit`.
         vocabulary_minutes: float, of the WordPiece training.
-        averaged_epochs: int, the epochs whose mean weights the model holds.
+        averaged_epochs: int, the epochs whose mean weights the model holds
+            (1: the last epoch's weights).
+        averaging: dict, empty without averaging; else `epochs` averaged,
+            which weights were `kept` (`"average"` or `"last"`) and the
+            validation BLEU of each (`bleu_average`, `bleu_last`).
         test_bleu: dict, test BLEU keyed by decoding, cased first
             (`bleu_scores`); empty until `run_translator` scores the test
             split.
@@ -222,6 +226,7 @@ class TranslatorResult:
     train_minutes: float
     vocabulary_minutes: float
     averaged_epochs: int
+    averaging: dict = dataclasses.field(default_factory=dict)
     test_bleu: dict = dataclasses.field(default_factory=dict)
     test_hypotheses: dict = dataclasses.field(default_factory=dict)
 
@@ -246,6 +251,7 @@ class TranslatorResult:
             **self.test_bleu,
             "train_minutes": self.train_minutes,
             "averaged_epochs": self.averaged_epochs,
+            **({"averaging": self.averaging} if self.averaging else {}),
         }
 
     def summary(self, settings):
@@ -277,8 +283,12 @@ def train_translator(
     """Trains a translator on a `TranslationCorpus`.
 
     Vocabularies, checkpoints (a killed run resumes) and `history.csv` are
-    written to `output_dir`. The validation BLEU of each epoch is recorded
-    on the first `settings.bleu_sample` validation pairs.
+    written to `output_dir`. The validation BLEU is recorded on the first
+    `settings.bleu_sample` validation pairs every `settings.bleu_every`
+    epochs. `settings.minutes` bounds the run from this call until the test
+    split is scored (`run_translator`): training stops early enough for
+    that scoring (`ScoringCost`). Averaged weights are kept only if they
+    score at least the last weights on the validation pairs.
 
     Args:
         corpus: a `keras_seq.data.TranslationCorpus`.
@@ -305,6 +315,8 @@ def train_translator(
     # One embedding table serves both sides only if both sides share one
     # vocabulary (Press & Wolf, 2017; Vaswani et al., 2017, Sec. 3.4).
     shared = settings.shared_vocabulary or bool(config.get("tie_embeddings"))
+    check_positive_int(settings.bleu_every, "bleu_every")
+    check_positive_int(settings.bleu_sample, "bleu_sample")
     os.makedirs(output_dir, exist_ok=True)
     keras.utils.set_random_seed(settings.seed)
     started = time.time()
@@ -359,12 +371,8 @@ def train_translator(
     )
     run_dir.RunDir(output_dir).save_preprocessor(preprocessor)
     fitted = _fit_translator(
-        model, preprocessor, corpus, output_dir, settings.batch_tokens,
-        seed=settings.seed, epochs=settings.epochs, minutes=settings.minutes,
-        bleu_sample=settings.bleu_sample, ema=bool(settings.ema_momentum),
-        average_last_epochs=settings.average_last_epochs, verbose=verbose,
-        strategy=strategy, token_dropout=settings.token_dropout,
-        early_stopping_patience=settings.early_stopping_patience,
+        model, preprocessor, corpus, output_dir, settings, started=started,
+        verbose=verbose, strategy=strategy,
     )  # fmt: skip
     return TranslatorResult(
         model=model,
@@ -375,45 +383,68 @@ def train_translator(
 
 
 def _fit_translator(
-    model, preprocessor, corpus, output_dir, batch_tokens, *,
-    seed, epochs, minutes, bleu_sample, ema, average_last_epochs, verbose,
-    strategy, token_dropout=0.0, early_stopping_patience=None,
+    model, preprocessor, corpus, output_dir, settings, *, started, verbose,
+    strategy,
 ):  # fmt: skip
     """`model.fit` with the recipe's callbacks; the fit's figures."""
     shuffle_epoch = ShuffleEpoch()
     train_data = preprocessor.dataset(
-        corpus.train, batch_tokens=batch_tokens, shuffle=True, seed=seed,
-        training=True, epoch=shuffle_epoch.epoch, token_dropout=token_dropout,
+        corpus.train, batch_tokens=settings.batch_tokens, shuffle=True,
+        seed=settings.seed, training=True, epoch=shuffle_epoch.epoch,
+        token_dropout=settings.token_dropout,
     )  # fmt: skip
-    validation_data = preprocessor.dataset(corpus.validation, batch_tokens=batch_tokens)
-    sample = corpus.validation[:bleu_sample]
+    validation_data = preprocessor.dataset(
+        corpus.validation, batch_tokens=settings.batch_tokens
+    )
+    sample = corpus.validation[: settings.bleu_sample]
+    averages = settings.average_last_epochs > 1
+    cost = ScoringCost(_sentences_after_training(settings, corpus), int(averages))
+
+    def decode_sample():
+        # One batch, so one compiled decoding loop: each new batch shape
+        # compiles a loop of its own, which costs far more than decoding
+        # the sample (benchmarks/README.md, "Validation BLEU").
+        began = time.time()
+        hypotheses = translate_texts(
+            model, preprocessor, [s for s, _ in sample], batch_size=len(sample)
+        )
+        cost.measured(time.time() - began, len(sample))
+        return hypotheses
 
     def validation_bleu():
-        hypotheses = translate_texts(model, preprocessor, [s for s, _ in sample])
-        return corpus_bleu(hypotheses, [t for _, t in sample])
+        return corpus_bleu(decode_sample(), [t for _, t in sample])
 
-    budget = TimeBudget(minutes)
-    bleu_history = BleuHistory(validation_bleu)
+    if settings.minutes is not None and sample:
+        # The budget needs the scoring's cost before the first epoch ends:
+        # the loop compiled now (the validations reuse it), then timed.
+        decode_sample()
+        decode_sample()
+
+    # `--minutes` is the whole run's: what came before `fit` counts, and
+    # the scoring after it is kept out of the training time.
+    budget = TimeBudget(settings.minutes, since=started, reserve=cost.minutes)
+    bleu_history = BleuHistory(validation_bleu, every=settings.bleu_every)
     averaging = None
-    if average_last_epochs > 1:
+    if averages:
         # Its copies live beside the backup, so a resumed run averages the
-        # same epochs.
+        # same epochs; the average is kept only if it scores as well as the
+        # last weights on the validation sample.
         averaging = AverageLastEpochs(
-            average_last_epochs, run_dir.RunDir(output_dir).average_dir
+            settings.average_last_epochs,
+            run_dir.RunDir(output_dir).average_dir,
+            score_fn=validation_bleu,
+            monitor="val_bleu",
         )
+    patience = settings.early_stopping_patience
     callbacks = [
         budget,
-        *([averaging] if averaging else []),
         # The averaged weights, when kept, are the ones scored and saved.
-        *([EmaWeights()] if ema else []),
+        *([EmaWeights()] if settings.ema_momentum else []),
         bleu_history,
+        *([averaging] if averaging else []),
         *(
-            [
-                keras.callbacks.EarlyStopping(
-                    "val_bleu", patience=early_stopping_patience, mode="max"
-                )
-            ]
-            if early_stopping_patience
+            [keras.callbacks.EarlyStopping("val_bleu", patience=patience, mode="max")]
+            if patience
             else []
         ),
         shuffle_epoch,
@@ -425,17 +456,108 @@ def _fit_translator(
     history = model.fit(
         train_data,
         validation_data=validation_data,
-        epochs=epochs,
+        epochs=settings.epochs,
         callbacks=callbacks,
         verbose=verbose,
         shuffle=False,  # The dataset shuffles itself.
     )
+    chosen = _averaging_record(averaging)
+    if chosen and verbose:
+        print(_averaging_line(chosen), flush=True)
     return {
         "history": history.history,
         "bleu_history": bleu_history.points,
         "train_minutes": budget.elapsed_minutes(),
-        "averaged_epochs": averaging.averaged_epochs if averaging else 1,
+        "averaged_epochs": averaging.kept_epochs if averaging else 1,
+        "averaging": chosen,
     }
+
+
+def _averaging_record(averaging):
+    """What `run.json` keeps of the averaging: empty when none took place."""
+    if averaging is None or averaging.kept is None:
+        return {}
+    return {
+        "epochs": averaging.averaged_epochs,
+        "kept": averaging.kept,
+        **{f"bleu_{k}": round(v, 2) for k, v in averaging.scores.items()},
+    }
+
+
+def _averaging_line(chosen):
+    """The one line that says which weights the run kept."""
+    scores = (
+        f" (validation BLEU {chosen['bleu_average']:.2f} averaged, "
+        f"{chosen['bleu_last']:.2f} last)"
+        if "bleu_last" in chosen
+        else ""
+    )
+    if chosen["kept"] == "average":
+        return f"kept the mean of the last {chosen['epochs']} epochs' weights{scores}"
+    return (
+        f"kept the last epoch's weights: the mean of the last {chosen['epochs']} "
+        f"epochs scored lower{scores}"
+    )
+
+
+def _sentences_after_training(settings, corpus):
+    """The decodings scored after training: `(beam width, sentences)`."""
+    widths = [settings.beam_width]
+    if settings.greedy_bleu and settings.beam_width != 1:
+        widths.append(1)
+    return [(width, len(corpus.test)) for width in widths]
+
+
+class ScoringCost:
+    """The minutes that scoring after training will take (`TimeBudget`'s
+    reserve), from what scoring the validation sample cost.
+
+    Decoding the validation sample (one batch) costs a compiled loop the
+    first time and decoding alone afterwards; the test split is decoded the
+    same way (`SCORING_BATCH`), each decoding compiling a loop of its own.
+    So a decoding of `n` sentences with `w` beams is estimated as
+    `1 + COMPILE_PER_BEAM * (w - 1)` compilations and `n` sentences at
+    `1 + STEP_PER_BEAM * (w - 1)` times the cheapest validation decoding's
+    cost per sentence, the compilation being what the first decoding cost
+    beyond that; until a second decoding shows it, the first decoding's
+    whole time stands for each.
+
+    Args:
+        decodings: list of `(beam width, sentences)` scored after training.
+        rescorings: int, validation scorings after training (averaging).
+    """
+
+    # Beam search against greedy decoding of the same sentences, as a
+    # multiple of greedy's cost: compiling the loop, and decoding (measured
+    # with the `small` translator on CPU, benchmarks/README.md).
+    COMPILE_PER_BEAM = 0.1
+    STEP_PER_BEAM = 1.5
+
+    def __init__(self, decodings, rescorings=0):
+        self.decodings = decodings
+        self.rescorings = rescorings
+        self.seconds = []
+        self.sentences = 0
+
+    def measured(self, seconds, count):
+        """Records a decoding of the `count` validation sentences in
+        `seconds`."""
+        if count:
+            self.seconds.append(seconds)
+            self.sentences = count
+
+    def minutes(self):
+        """The estimate; 0 until a validation scoring was measured."""
+        if not self.seconds:
+            return 0.0
+        warm = min(self.seconds)
+        compiling = self.seconds[0] - warm if len(self.seconds) > 1 else warm
+        per_sentence = warm / self.sentences
+        total = self.rescorings * warm
+        for width, count in self.decodings:
+            total += compiling * (1 + self.COMPILE_PER_BEAM * (width - 1))
+            total += per_sentence * count * (1 + self.STEP_PER_BEAM * (width - 1))
+        return total / 60
 
 
 def evaluate_translator(model, preprocessor, pairs, **generate_kwargs):
@@ -481,6 +603,11 @@ def bleu_scores(scores, beam_width):
     return {name: scores["bleu"], f"{name}_lowercase": scores["bleu_lowercase"]}
 
 
+# Sentences a scoring decodes together: as few batch shapes as possible, each
+# a compiled loop of its own, within the memory of beams x batch caches.
+SCORING_BATCH = 1024
+
+
 def score_translator(model, preprocessor, pairs, beam_width):
     """Test BLEU of a translator, decoding with `beam_width` beams.
 
@@ -496,7 +623,9 @@ def score_translator(model, preprocessor, pairs, beam_width):
     how = decoding_name(beam_width)
     print(f"translating the {len(pairs):,} test sentences, {how}...", flush=True)
     options = {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
-    scores = evaluate_translator(model, preprocessor, pairs, **options)
+    scores = evaluate_translator(
+        model, preprocessor, pairs, batch_size=SCORING_BATCH, **options
+    )
     return bleu_scores(scores, beam_width), scores["hypotheses"]
 
 

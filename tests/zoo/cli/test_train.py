@@ -75,6 +75,7 @@ def _args(preset, *pairs, family="translator"):
         family=family, preset=preset, overrides=list(pairs), strategy="none",
         average_epochs=None, epochs=1, seed=0, minutes=None, vocabulary_size=100,
         beam_width=None, recipe="default", variants=False, data=None,
+        bleu_every=None,
     )  # fmt: skip
 
 
@@ -126,6 +127,25 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["classifier", "--bleu-every", "2"],
+         "--bleu-every applies to translator and rnn-translator; received 2 for "
+         "classifier"),
+        (["translator", "--bleu-every", "0"],
+         "--bleu-every must be at least 1; received 0"),
+    ],
+)  # fmt: skip
+def test_bleu_every_is_refused_where_it_cannot_apply(tmp_path, flags, message):
+    result = run_cli(
+        "train", *flags, "--output-dir", tmp_path, in_process=True
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == f"keras-seq: {message}"
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("command", [["demo"], ["train", "translator"]])
 def test_average_epochs_below_one_is_refused(tmp_path, command):
     result = run_cli(
@@ -165,7 +185,14 @@ def test_train_translator_writes_a_loadable_directory(translator_run):
     # Cased BLEU (sacreBLEU's default) first; lowercasing only adds matches.
     assert list(run).index("bleu_beam4") < list(run).index("bleu_beam4_lowercase")
     assert run["bleu_beam4"] <= run["bleu_beam4_lowercase"]
-    assert run["epochs"] == 2 and run["averaged_epochs"] == 2
+    # The mean of the 2 epochs is kept only if it scores as well as the last.
+    averaging = run["averaging"]
+    assert run["epochs"] == 2 and averaging["epochs"] == 2
+    kept = averaging["kept"]
+    assert (averaging["bleu_average"] >= averaging["bleu_last"]) == (kept == "average")
+    assert run["averaged_epochs"] == (2 if kept == "average" else 1)
+    line = "kept the mean of the last 2" if kept == "average" else "kept the last"
+    assert sum(line in row for row in result.stdout.splitlines()) == 1
     assert (out / "history.csv").read_text().count("\n") == 3  # header + 2
     # The preset's max_length (tiny: 32) holds without --set max_length.
     config = json.loads(zipfile.ZipFile(out / "model.keras").read("config.json"))

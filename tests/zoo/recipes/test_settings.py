@@ -80,3 +80,17 @@ def test_demo_flags_take_the_demos_settings():
     chosen = train.chosen_settings(args, settings.DEMO, {})
     assert (chosen.epochs, chosen.train_pairs, chosen.minutes) == (1, 7, 15.0)
     assert demo.run is args.run
+
+
+def test_a_short_low_resource_run_is_told_that_the_default_wins():
+    from zoo.recipes import settings
+
+    short = settings.LOW_RESOURCE.replace(minutes=settings.LOW_RESOURCE_MINUTES / 2)
+    line = settings.recipe_advice(short)
+    assert line.count("\n") == 0
+    assert f"more than {settings.LOW_RESOURCE_MINUTES:g} minutes" in line
+    assert "default recipe scores higher" in line
+    long = short.replace(minutes=settings.LOW_RESOURCE_MINUTES)
+    others = (settings.TranslatorSettings(minutes=1), settings.ClassifierSettings())
+    for quiet in (long, settings.LOW_RESOURCE, *others):
+        assert settings.recipe_advice(quiet) is None

@@ -23,7 +23,10 @@ def test_translate_texts_gives_blank_sentences_an_empty_translation():
     assert len(translations) == 4 and isinstance(translations[2], str)
 
 
-def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypatch):
+def _train_recording_epoch_ends(tmp_path, monkeypatch, bleu, **changes):
+    """A tiny run (3 epochs unless `changes` say) whose validation BLEU
+    calls return `bleu` in turn; the result and the raw weights of each
+    epoch end."""
     from keras_seq.data import TranslationCorpus
     from zoo.recipes import translation as recipe
 
@@ -43,15 +46,59 @@ def test_train_translator_returns_the_mean_of_the_last_epochs(tmp_path, monkeypa
         return fit(model, *args, callbacks=[Keep(), *callbacks], **kwargs)
 
     monkeypatch.setattr(keras.Model, "fit", fit_and_keep)
+    scores = iter(bleu)
+    monkeypatch.setattr(recipe, "corpus_bleu", lambda *a, **k: next(scores))
+    changes = {"epochs": 3, **changes}
     result = recipe.train_translator(
-        corpus, str(tmp_path), preset="tiny", epochs=3, vocabulary_size=60,
-        average_last_epochs=2, bleu_sample=4, verbose=0,
+        corpus, str(tmp_path), preset="tiny", vocabulary_size=60,
+        average_last_epochs=2, bleu_sample=4, verbose=0, **changes,
     )  # fmt: skip
+    assert next(scores, None) is None, "every score was asked for"
+    return result, ends
+
+
+# Validation BLEU of epochs 1-3, then of the mean of epochs 2 and 3: a tie
+# keeps the mean.
+@pytest.mark.parametrize("average_bleu", [3.0, 4.0])
+def test_train_translator_returns_the_mean_of_the_last_epochs(
+    tmp_path, monkeypatch, average_bleu
+):
+    result, ends = _train_recording_epoch_ends(
+        tmp_path, monkeypatch, [1.0, 2.0, 3.0, average_bleu]
+    )
     assert len(ends) == 3 and result.averaged_epochs == 2
+    assert result.averaging == {
+        "epochs": 2, "kept": "average", "bleu_last": 3.0, "bleu_average": average_bleu
+    }  # fmt: skip
+    assert result.record()["averaging"]["kept"] == "average"
     model = result.model
     for variable, last, before in zip(model.trainable_variables, ends[-1], ends[-2]):
         np.testing.assert_allclose(np.array(variable), (last + before) / 2, rtol=1e-5)
     assert not np.allclose(np.array(model.trainable_variables[0]), ends[-1][0])
+
+
+def test_averaging_that_scores_lower_on_validation_is_not_kept(tmp_path, monkeypatch):
+    result, ends = _train_recording_epoch_ends(
+        tmp_path, monkeypatch, [1.0, 2.0, 3.0, 2.9]
+    )
+    assert result.averaged_epochs == 1
+    assert result.averaging == {
+        "epochs": 2, "kept": "last", "bleu_last": 3.0, "bleu_average": 2.9
+    }  # fmt: skip
+    for variable, last in zip(result.model.trainable_variables, ends[-1]):
+        np.testing.assert_array_equal(np.array(variable), last)
+
+
+def test_validation_every_few_epochs_still_scores_the_last(tmp_path, monkeypatch):
+    # Of 4 epochs every 3rd is scored, and the first and the last: not
+    # epoch 2. The last weights' score is epoch 4's, and the mean of epochs
+    # 3 and 4 is scored once more.
+    result, ends = _train_recording_epoch_ends(
+        tmp_path, monkeypatch, [1.0, 2.0, 3.0, 2.5], epochs=4, bleu_every=3
+    )
+    assert len(ends) == 4
+    assert [epoch for _, epoch, _ in result.bleu_history] == [1, 3, 4]
+    assert result.averaging["kept"] == "last" and result.averaged_epochs == 1
 
 
 @pytest.mark.parametrize("value", [0, 2.0, None])
@@ -134,3 +181,54 @@ def test_a_run_keeps_case_unless_it_lowercases(tmp_path, lowercase):
     assert (ids[0] == ids[1]) is lowercase
     expected = "i see a." if lowercase else "I see a."
     assert preprocessor.detokenize([[2, *ids[0], 3]]) == [expected]
+
+
+def test_scoring_cost_estimates_the_scoring_after_training():
+    from zoo.recipes.translation import ScoringCost
+
+    # 4 beams on 600 sentences, then greedily on 600; one rescoring.
+    cost = ScoringCost([(4, 600), (1, 600)], rescorings=1)
+    assert cost.minutes() == 0.0, "nothing measured yet"
+    # The first validation (300 sentences) compiled its loop: until a
+    # second one, its whole 30 s stands for compiling and for decoding.
+    cost.measured(30.0, 300)
+    beam = 1 + 3 * ScoringCost.COMPILE_PER_BEAM, 1 + 3 * ScoringCost.STEP_PER_BEAM
+    first = 30 + (30 * beam[0] + 60 * beam[1]) + (30 + 60)
+    assert cost.minutes() == pytest.approx(first / 60)
+    # A second, compiled one: 6 s of decoding, so compiling cost 24 s.
+    cost.measured(6.0, 300)
+    second = 6 + (24 * beam[0] + 12 * beam[1]) + (24 + 12)
+    assert cost.minutes() == pytest.approx(second / 60)
+
+
+@pytest.mark.parametrize("minutes,before_fit", [(None, 0), (60.0, 2)])
+def test_a_budget_times_the_validation_decoding_before_training(
+    tmp_path, monkeypatch, minutes, before_fit
+):
+    # `--minutes` needs the scoring's cost from the first batch on: the
+    # validation loop is compiled and then timed before `fit`.
+    from keras_seq.data import TranslationCorpus
+    from zoo.recipes import translation as recipe
+
+    pairs = [(f"ich sehe {w}.", f"i see {w}.") for w in "abcdefgh"]
+    corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:3], test=pairs[:3])
+    calls, at_start = [], []
+    translate = recipe.translate_texts
+    monkeypatch.setattr(
+        recipe, "translate_texts", lambda *a, **k: calls.append(1) or translate(*a, **k)
+    )
+    fit = keras.Model.fit
+
+    class Start(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            at_start.append(len(calls))
+
+    def fit_and_look(model, *args, callbacks=(), **kwargs):
+        return fit(model, *args, callbacks=[Start(), *callbacks], **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", fit_and_look)
+    recipe.train_translator(
+        corpus, str(tmp_path), preset="tiny", epochs=1, vocabulary_size=40,
+        bleu_sample=3, verbose=0, minutes=minutes,
+    )  # fmt: skip
+    assert at_start == [before_fit] and len(calls) == before_fit + 1
