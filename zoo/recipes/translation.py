@@ -210,7 +210,7 @@ class TranslatorResult:
         averaged_epochs: int, the epochs whose mean weights the model holds
             (1: the last epoch's weights).
         averaging: dict, empty without averaging; else `epochs` averaged,
-            which weights were `kept` (`"average"` or `"last"`) and the
+            which weights were `kept` (the mean, `average`, or the `last`) and the
             validation BLEU of each (`bleu_average`, `bleu_last`).
         test_bleu: dict, test BLEU keyed by decoding, cased first
             (`bleu_scores`); empty until `run_translator` scores the test
@@ -492,7 +492,7 @@ def _averaging_line(chosen):
         if "bleu_last" in chosen
         else ""
     )
-    if chosen["kept"] == "average":
+    if chosen["kept"] != "last":
         return f"kept the mean of the last {chosen['epochs']} epochs' weights{scores}"
     return (
         f"kept the last epoch's weights: the mean of the last {chosen['epochs']} "
