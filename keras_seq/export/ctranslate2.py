@@ -320,51 +320,11 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
     if os.path.exists(output_dir):
         raise ValueError(f"`output_dir` {output_dir} exists; choose a new directory.")
     family = _family(model)
-    quantized = sorted(
-        layer.path
-        for layer in model._flatten_layers()
-        if getattr(layer, "quantization_mode", None) is not None
-    )
-    if quantized:
-        # CTranslate2 quantizes float weights itself; Keras' int8 tables
-        # carry scales of their own that its specification has no place for.
-        raise ValueError(
-            f"`model` is quantized (layers {quantized[:3]}...); export the "
-            "float model and choose `quantization` here instead."
-        )
+    _refuse_keras_quantized(model)
     require_ctranslate2()
-    weights = _Weights(model)
     config = model.get_config()
     preprocessor_dir = os.fspath(preprocessor_dir)
-    tokens = {
-        "unk_token": RESERVED_TOKENS[UNK_ID],
-        "bos_token": RESERVED_TOKENS[START_ID],
-        "eos_token": RESERVED_TOKENS[END_ID],
-    }
-    if family == "translator":
-        spec = _translator_spec(model, weights)
-        source = _vocabulary(
-            preprocessor_dir, PREPROCESSOR_FILES[0], config["source_vocabulary_size"]
-        )
-        target = _vocabulary(
-            preprocessor_dir, PREPROCESSOR_FILES[1], config["target_vocabulary_size"]
-        )
-        spec.register_source_vocabulary(source)
-        spec.register_target_vocabulary(target)
-        tokens["decoder_start_token"] = RESERVED_TOKENS[START_ID]
-    else:
-        spec = _language_model_spec(model, weights)
-        name = next(
-            (
-                n
-                for n in ("vocabulary.txt", PREPROCESSOR_FILES[0])
-                if os.path.isfile(os.path.join(preprocessor_dir, n))
-            ),
-            "vocabulary.txt",
-        )
-        spec.register_vocabulary(
-            _vocabulary(preprocessor_dir, name, config["vocabulary_size"])
-        )
+    spec, tokens = _spec(model, family, preprocessor_dir)
     for key, value in tokens.items():
         setattr(spec.config, key, value)
     spec.config.layer_norm_epsilon = float(config["layer_norm_epsilon"])
@@ -395,6 +355,59 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
         },
     )
     return output_dir
+
+
+def _refuse_keras_quantized(model):
+    """Refuses a model that Keras quantized: CTranslate2 quantizes float
+    weights itself, and Keras' int8 tables carry scales of their own that
+    its specification has no place for."""
+    quantized = sorted(
+        layer.path
+        for layer in model._flatten_layers()
+        if getattr(layer, "quantization_mode", None) is not None
+    )
+    if quantized:
+        raise ValueError(
+            f"`model` is quantized (layers {quantized[:3]}...); export the "
+            "float model and choose `quantization` here instead."
+        )
+
+
+def _spec(model, family, preprocessor_dir):
+    """The CTranslate2 specification of `model` with its vocabularies, and
+    the special tokens its config names."""
+    weights = _Weights(model)
+    config = model.get_config()
+    tokens = {
+        "unk_token": RESERVED_TOKENS[UNK_ID],
+        "bos_token": RESERVED_TOKENS[START_ID],
+        "eos_token": RESERVED_TOKENS[END_ID],
+    }
+    if family == "translator":
+        spec = _translator_spec(model, weights)
+        source = _vocabulary(
+            preprocessor_dir, PREPROCESSOR_FILES[0], config["source_vocabulary_size"]
+        )
+        target = _vocabulary(
+            preprocessor_dir, PREPROCESSOR_FILES[1], config["target_vocabulary_size"]
+        )
+        spec.register_source_vocabulary(source)
+        spec.register_target_vocabulary(target)
+        tokens["decoder_start_token"] = RESERVED_TOKENS[START_ID]
+    else:
+        spec = _language_model_spec(model, weights)
+        name = next(
+            (
+                n
+                for n in ("vocabulary.txt", PREPROCESSOR_FILES[0])
+                if os.path.isfile(os.path.join(preprocessor_dir, n))
+            ),
+            "vocabulary.txt",
+        )
+        spec.register_vocabulary(
+            _vocabulary(preprocessor_dir, name, config["vocabulary_size"])
+        )
+    return spec, tokens
 
 
 def _copy_preprocessor(source_dir, output_dir):

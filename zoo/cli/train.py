@@ -63,6 +63,13 @@ def add_parser(commands):
         ),
     )
     add_overwrite_argument(parser)
+    _add_translator_arguments(parser)
+    _add_runtime_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_translator_arguments(parser):
+    """The flags only the translators take (refused for other families)."""
     add_beam_width_argument(parser, "translators: beams of the test translations")
     add_average_epochs_argument(
         parser,
@@ -112,8 +119,6 @@ def add_parser(commands):
             settings.TranslatorSettings.lowercase,
         ),
     )
-    _add_runtime_arguments(parser)
-    parser.set_defaults(run=run)
 
 
 def _default(words, value):

@@ -382,6 +382,30 @@ def train_translator(
     )
 
 
+def _validation_bleu(model, preprocessor, corpus, settings, cost):
+    """The validation sample's BLEU as a function of no argument, each call
+    timed into `cost`; with a time budget, its loop compiled and timed now."""
+    sample = corpus.validation[: settings.bleu_sample]
+
+    def decode_sample():
+        # One batch, so one compiled decoding loop: each new batch shape
+        # compiles a loop of its own, which costs far more than decoding
+        # the sample (benchmarks/README.md, "Validation BLEU").
+        began = time.time()
+        hypotheses = translate_texts(
+            model, preprocessor, [s for s, _ in sample], batch_size=len(sample)
+        )
+        cost.measured(time.time() - began, len(sample))
+        return hypotheses
+
+    if settings.minutes is not None and sample:
+        # The budget needs the scoring's cost before the first epoch ends:
+        # the loop compiled now (the validations reuse it), then timed.
+        decode_sample()
+        decode_sample()
+    return lambda: corpus_bleu(decode_sample(), [t for _, t in sample])
+
+
 def _fit_translator(
     model, preprocessor, corpus, output_dir, settings, *, started, verbose,
     strategy,
@@ -396,30 +420,9 @@ def _fit_translator(
     validation_data = preprocessor.dataset(
         corpus.validation, batch_tokens=settings.batch_tokens
     )
-    sample = corpus.validation[: settings.bleu_sample]
     averages = settings.average_last_epochs > 1
     cost = ScoringCost(_sentences_after_training(settings, corpus), int(averages))
-
-    def decode_sample():
-        # One batch, so one compiled decoding loop: each new batch shape
-        # compiles a loop of its own, which costs far more than decoding
-        # the sample (benchmarks/README.md, "Validation BLEU").
-        began = time.time()
-        hypotheses = translate_texts(
-            model, preprocessor, [s for s, _ in sample], batch_size=len(sample)
-        )
-        cost.measured(time.time() - began, len(sample))
-        return hypotheses
-
-    def validation_bleu():
-        return corpus_bleu(decode_sample(), [t for _, t in sample])
-
-    if settings.minutes is not None and sample:
-        # The budget needs the scoring's cost before the first epoch ends:
-        # the loop compiled now (the validations reuse it), then timed.
-        decode_sample()
-        decode_sample()
-
+    validation_bleu = _validation_bleu(model, preprocessor, corpus, settings, cost)
     # `--minutes` is the whole run's: what came before `fit` counts, and
     # the scoring after it is kept out of the training time.
     budget = TimeBudget(settings.minutes, since=started, reserve=cost.minutes)
