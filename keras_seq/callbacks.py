@@ -26,10 +26,13 @@ class TimeBudget(keras.callbacks.Callback):
     """Stop training once `minutes` of wall-clock time have passed.
 
     The check runs after every batch, so a run ends within one batch of its
-    budget. A budget that should hold for a whole run, not only for `fit`,
-    starts `since` the run began and keeps a `reserve` for what comes after
-    training (scoring the test split): training stops once the minutes
-    spent plus the reserve reach the budget.
+    budget. A stop inside an epoch still runs that epoch's end (Keras'
+    validation pass and every `on_epoch_end`: scoring, checkpoints), so the
+    check also keeps the time the latest epoch end took. A budget that
+    should hold for a whole run, not only for `fit`, starts `since` the run
+    began and keeps a `reserve` for what comes after training (scoring the
+    test split): training stops once the minutes spent, the epoch end and
+    the reserve reach the budget.
 
     Args:
         minutes: float > 0, the budget, or `None` for no budget.
@@ -54,17 +57,31 @@ class TimeBudget(keras.callbacks.Callback):
         self.minutes = minutes
         self.since = since
         self.reserve = reserve
+        self.epoch_end_seconds = 0.0
         self._start = None
         self._stop = None
+        self._last_batch = None
 
     def on_train_begin(self, logs=None):
         self._start = time.time()
+        self._last_batch = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        # From the last batch of the epoch before to here: its validation
+        # pass and the epoch-end callbacks, all of which a stop still runs.
+        if self._last_batch is not None:
+            self.epoch_end_seconds = time.time() - self._last_batch
+            self._last_batch = None
 
     def on_train_batch_end(self, batch, logs=None):
+        self._last_batch = time.time()
         if self.minutes is None:
             return
-        spent = (time.time() - (self.since or self._start)) / 60.0
-        if spent + (self.reserve() if self.reserve else 0.0) >= self.minutes:
+        spent = (self._last_batch - (self.since or self._start)) / 60.0
+        after = self.epoch_end_seconds / 60.0
+        if self.reserve:
+            after += self.reserve()
+        if spent + after >= self.minutes:
             self.model.stop_training = True
 
     def on_train_end(self, logs=None):

@@ -160,6 +160,48 @@ def _fit_plain(callback, epochs, stop_after, extra=()):
     return model
 
 
+class _Clock:
+    """A clock a callback moves: `seconds` a batch, `epoch_end` an epoch end."""
+
+    def __init__(self, seconds, epoch_end):
+        self.now, self.seconds, self.epoch_end = 0.0, seconds, epoch_end
+
+    def time(self):
+        return self.now
+
+
+class _Spend(keras.callbacks.Callback):
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.clock.now += self.clock.seconds
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.clock.now += self.clock.epoch_end
+
+
+@pytest.mark.parametrize("epoch_end,epochs_run", [(0.0, 3), (15.0, 2)])
+def test_time_budget_keeps_the_time_an_epoch_end_takes(
+    monkeypatch, epoch_end, epochs_run
+):
+    # Batches of 5 s, 4 an epoch, in a 1-minute budget. A stop still runs
+    # the epoch's end (validation, scoring, checkpoints): with 15 s of it,
+    # the budget stops at 45 s, in epoch 2 (45 s + 15 s of end reach 60 s),
+    # and the run ends at 60 s; without the epoch end kept it would finish
+    # epoch 2 at 70 s and stop in epoch 3, ending at 90 s.
+    from keras_seq import callbacks
+
+    clock = _Clock(5.0, epoch_end)
+    monkeypatch.setattr(callbacks, "time", clock)
+    budget = TimeBudget(1.0)
+    model = _fit_plain(budget, 5, 5, extra=[_Spend(clock)])
+    assert len(model.record.epoch_ends) == epochs_run
+    assert budget.epoch_end_seconds == epoch_end
+    assert clock.now == 60.0
+
+
 def test_average_last_epochs_resumes_from_its_directory(tmp_path):
     directory = tmp_path / "average"
     seen = []

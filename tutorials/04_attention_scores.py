@@ -323,7 +323,7 @@ preprocessor = text.TranslationPreprocessor(
     source_tokenizer, target_tokenizer, max_length=max_length
 )
 hypotheses = recipe.translate_texts(model, preprocessor, [s for s, _ in test_pairs])
-bleu = recipe.corpus_bleu(hypotheses, [t for _, t in test_pairs])
+bleu = recipe.corpus_bleu(hypotheses, [t for _, t in test_pairs], lowercase=True)
 print(
     f"test BLEU on {len(test_pairs)} short pairs: {bleu:.2f} "
     f"({time.time() - started:.0f} s to translate)"

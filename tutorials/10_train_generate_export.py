@@ -312,7 +312,7 @@ for name, options in strategies.items():
     seconds = time.perf_counter() - start
     results[name] = {
         "hypotheses": hypotheses,
-        "bleu": recipe.corpus_bleu(hypotheses, references),
+        "bleu": recipe.corpus_bleu(hypotheses, references, lowercase=True),
         "seconds": seconds,
     }
 show_table(

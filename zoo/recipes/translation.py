@@ -182,13 +182,14 @@ def tokenize_to_lists(tokenizer, texts):
     return [[int(t) for t in row] for row in rows]
 
 
-def corpus_bleu(hypotheses, references, lowercase=True):
+def corpus_bleu(hypotheses, references, lowercase=False):
     """Corpus BLEU of sacrebleu (13a tokenization) on detokenized text.
 
     Args:
         hypotheses: list of str.
         references: list of str, one reference per hypothesis.
-        lowercase: bool, compare lowercased text.
+        lowercase: bool, compare lowercased text (sacreBLEU's default:
+            cased).
 
     Returns:
         The BLEU score, a float in [0, 100].
@@ -403,7 +404,10 @@ def _validation_bleu(model, preprocessor, corpus, settings, cost):
         # the loop compiled now (the validations reuse it), then timed.
         decode_sample()
         decode_sample()
-    return lambda: corpus_bleu(decode_sample(), [t for _, t in sample])
+    # Cased, as the test scores are, unless the model writes lowercase.
+    lowercase = bool(preprocessor.target_tokenizer.lowercase)
+    references = [t for _, t in sample]
+    return lambda: corpus_bleu(decode_sample(), references, lowercase=lowercase)
 
 
 def _fit_translator(
@@ -520,10 +524,13 @@ class ScoringCost:
     same way (`SCORING_BATCH`), each decoding compiling a loop of its own.
     So a decoding of `n` sentences with `w` beams is estimated as
     `1 + COMPILE_PER_BEAM * (w - 1)` compilations and `n` sentences at
-    `1 + STEP_PER_BEAM * (w - 1)` times the cheapest validation decoding's
-    cost per sentence, the compilation being what the first decoding cost
-    beyond that; until a second decoding shows it, the first decoding's
-    whole time stands for each.
+    `1 + STEP_PER_BEAM * (w - 1)` times the latest validation decoding's
+    cost per sentence. The latest, not the cheapest: how long a decoding
+    runs depends on when the model learns to end its sentences, and the
+    weights that will be scored are the latest. The compilation is what
+    the first decoding cost beyond the second (both before training, on
+    the same weights); until a second decoding shows it, the first
+    decoding's whole time stands for each.
 
     Args:
         decodings: list of `(beam width, sentences)` scored after training.
@@ -553,10 +560,12 @@ class ScoringCost:
         """The estimate; 0 until a validation scoring was measured."""
         if not self.seconds:
             return 0.0
-        warm = min(self.seconds)
-        compiling = self.seconds[0] - warm if len(self.seconds) > 1 else warm
-        per_sentence = warm / self.sentences
-        total = self.rescorings * warm
+        latest = self.seconds[-1]
+        compiling = latest
+        if len(self.seconds) > 1:
+            compiling = max(self.seconds[0] - self.seconds[1], 0.0)
+        per_sentence = latest / self.sentences
+        total = self.rescorings * latest
         for width, count in self.decodings:
             total += compiling * (1 + self.COMPILE_PER_BEAM * (width - 1))
             total += per_sentence * count * (1 + self.STEP_PER_BEAM * (width - 1))

@@ -199,6 +199,12 @@ def test_scoring_cost_estimates_the_scoring_after_training():
     cost.measured(6.0, 300)
     second = 6 + (24 * beam[0] + 12 * beam[1]) + (24 + 12)
     assert cost.minutes() == pytest.approx(second / 60)
+    # A later validation decodes for longer (the model ends its sentences
+    # later): the latest cost stands, not the cheapest; compiling stays the
+    # first decoding's excess over the second.
+    cost.measured(9.0, 300)
+    third = 9 + (24 * beam[0] + 18 * beam[1]) + (24 + 18)
+    assert cost.minutes() == pytest.approx(third / 60)
 
 
 @pytest.mark.parametrize("minutes,before_fit", [(None, 0), (60.0, 2)])
