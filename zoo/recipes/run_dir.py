@@ -297,7 +297,9 @@ class RunDir:
         none."""
         _release(os.path.realpath(self.path))
 
-    def claim(self, settings, overwrite, flag="--output-dir", data="--data"):
+    def claim(
+        self, settings, overwrite, flag="--output-dir", data="--data", legacy=None
+    ):
         """Checks the directory and makes it the home of the run `settings`
         describe.
 
@@ -311,6 +313,9 @@ class RunDir:
             flag: str, the flag that named the directory.
             data: str, what named the data (`"--data pairs.tsv"`), for the
                 refusal of an interrupted run on other data.
+            legacy: dict or None, the value of each setting for a run whose
+                settings file was written before that setting existed (the
+                settings file of an interrupted run lacks it).
 
         The directory stays locked (`lock`) until `release`, or until the
         process ends.
@@ -327,13 +332,16 @@ class RunDir:
         check_writable(self.path, flag)
         self.lock(flag)
         try:
-            return self._claim_locked(settings, overwrite, flag, data)
+            return self._claim_locked(settings, overwrite, flag, data, legacy)
         except BaseException:
             self.release()
             raise
 
-    def _claim_locked(self, settings, overwrite, flag, data):
+    def _claim_locked(self, settings, overwrite, flag, data, legacy):
         previous = _read_json_object(self.settings_path)
+        if previous is not None and legacy:
+            missing = {k: v for k, v in legacy.items() if k in settings}
+            previous = {**missing, **previous}
         if os.path.isdir(self.backup_dir):
             if previous == settings:
                 return finished_epochs(self.backup_dir)

@@ -33,6 +33,10 @@ class TrainingSettings:
 
     # Settings a resumed run may change: they do not change what it trains.
     resumable = ("epochs", "minutes")
+    # Settings added since runs were first made, where a run made before
+    # behaved otherwise than the default: an interrupted run of that time
+    # resumes when asked for this value.
+    legacy = {}
 
     def replace(self, **changes):
         """A copy with `changes`.
@@ -52,6 +56,11 @@ class TrainingSettings:
         its resumption."""
         values = dataclasses.asdict(self)
         return {k: v for k, v in values.items() if k not in self.resumable}
+
+    def legacy_identity(self):
+        """The identity a run made before a setting existed is read with:
+        each setting at its default, or at what `legacy` says it was."""
+        return {**type(self)().identity(), **self.legacy}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +125,8 @@ class TranslatorSettings(TrainingSettings):
     lowercase: bool = False
 
     resumable = (*TrainingSettings.resumable, "beam_width", "greedy_bleu")
+    # Translators lowercased their text before case was kept.
+    legacy = {"lowercase": True}
 
 
 @dataclasses.dataclass(frozen=True)

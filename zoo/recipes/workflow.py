@@ -126,7 +126,12 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
         **chosen.identity(),
     }  # fmt: skip
     run = run_dir.RunDir(output_dir)
-    resumed = run.claim(identity, overwrite, data=corpora.described(data))
+    # A run interrupted before the data's fingerprint was kept named a
+    # corpus (no fingerprint) or a file, which is not known to be this one.
+    legacy = {run_dir.DATA_SHA256: None, **chosen.legacy_identity()}
+    resumed = run.claim(
+        identity, overwrite, data=corpora.described(data), legacy=legacy
+    )
     try:
         # A strategy the backend cannot run (mirrored on JAX) is the user's
         # to fix; it is made before any other op.

@@ -223,3 +223,26 @@ def test_a_run_directory_names_every_path_in_it(tmp_path):
     assert history.filename == run.history_path
     assert backup.backup_dir == run.backup_dir
     assert best.filepath == run.best_weights_path
+
+
+def test_a_run_interrupted_before_a_setting_existed_resumes_as_it_was(tmp_path):
+    # Its settings file lacks `lowercase` (its text was lowercased then) and
+    # `bleu_every` (scored every epoch, the default): it resumes when asked
+    # for what it was, and is refused in one line naming the setting otherwise.
+    from zoo.recipes.settings import TranslatorSettings
+
+    now = {"family": "translator", "data": "trans-de-en", "data_sha256": None}
+    lowercased = {**now, **TranslatorSettings(lowercase=True).identity()}
+    old = {k: v for k, v in lowercased.items() if k not in ("lowercase", "bleu_every")}
+    old.pop("data_sha256")
+    out = _interrupted_run(tmp_path / "run", old, epochs=4)
+    legacy = {"data_sha256": None, **TranslatorSettings().legacy_identity()}
+    claim = run_dir.RunDir(str(out)).claim
+    assert claim(lowercased, overwrite=False, legacy=legacy) == 4
+    run_dir.RunDir(str(out)).release()
+    cased = {**lowercased, "lowercase": False}
+    with pytest.raises(UsageError, match=r"\(lowercase True there, False now\)"):
+        claim(cased, overwrite=False, legacy=legacy)
+    # Without what the settings were then, nothing matches.
+    with pytest.raises(UsageError, match="bleu_every None there, 1 now"):
+        claim(lowercased, overwrite=False)

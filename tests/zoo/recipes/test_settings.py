@@ -94,3 +94,12 @@ def test_a_short_low_resource_run_is_told_that_the_default_wins():
     others = (settings.TranslatorSettings(minutes=1), settings.ClassifierSettings())
     for quiet in (long, settings.LOW_RESOURCE, *others):
         assert settings.recipe_advice(quiet) is None
+
+
+def test_the_legacy_identity_is_the_defaults_but_what_runs_did_then():
+    from zoo.recipes.settings import LOW_RESOURCE, TranslatorSettings
+
+    # Every setting at its default, whatever the recipe; case as it was.
+    legacy = LOW_RESOURCE.legacy_identity()
+    assert legacy == {**TranslatorSettings().identity(), "lowercase": True}
+    assert set(legacy) == set(LOW_RESOURCE.identity())
