@@ -178,8 +178,8 @@ def _reference_scores(model, source, ids):
     [
         ("tied_translator", "int8"),
         ("language_model", "int8"),
-        _on("jax", "translator", "int4"),
-        _on("tensorflow", "language_model", "int4"),
+        _on("torch", "translator", "int4"),
+        _on("jax", "language_model", "int4"),
     ],
 )
 def test_generation_reads_the_quantized_weights(family, mode):
