@@ -1,7 +1,7 @@
 """Keras' post-training quantization (`model.quantize("int8")`, and
 `"int4"` on the Transformer translator and language model) on every zoo
 family: logits close to float, generation over the quantized weights, and
-an exact `.keras` round trip, on every backend."""
+an exact `.keras` round trip, on every backend (each int4 case on one)."""
 
 import keras
 import numpy as np
