@@ -20,11 +20,12 @@ TensorFlow. The int8 and float32 `model.bin` sizes are reported too.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchmarks.report import size_line, throughput_rows, throughput_table
 
 IMPLEMENTATIONS = ("savedmodel", "tensorflow", "ct2-float32", "ct2-int8")
 CASES = tuple((batch, beams) for beams in (1, 4) for batch in (1, 32))
@@ -197,18 +198,8 @@ def main(argv=None):
                 loaded[name] = result["loaded"]
                 seconds = time.perf_counter() - began
                 print(f"round {round_ + 1} {name}: {seconds:.0f} s", file=sys.stderr)
-    table = {}
-    for name, medians in runs.items():
-        table[name] = {}
-        for batch, beams in CASES:
-            key = f"{batch}x{beams}"
-            median = statistics.median(m[key] for m in medians)
-            table[name][key] = {
-                "sentences_per_s": batch / median,
-                "per_process_s": [m[key] for m in medians],
-            }
     results = {
-        "throughput": table,
+        "throughput": throughput_rows(runs, CASES),
         "sizes": sizes,
         "loaded_modules": loaded,
         "ct2_threads": args.ct2_threads,
@@ -221,27 +212,13 @@ def main(argv=None):
 
 
 def _print_table(results):
-    table = results["throughput"]
-    print("| implementation | " + " | ".join(
-        f"batch {b}, {'greedy' if k == 1 else f'{k} beams'}" for b, k in CASES
-    ) + " |")  # fmt: skip
-    print("|---" * (len(CASES) + 1) + "|")
-    base = table["savedmodel"]
-    for name, row in table.items():
-        cells = []
-        for batch, beams in CASES:
-            key = f"{batch}x{beams}"
-            rate = row[key]["sentences_per_s"]
-            ratio = rate / base[key]["sentences_per_s"]
-            cells.append(f"{rate:.1f} ({ratio:.2f}x)")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"modules loaded by each worker: {results['loaded_modules']}")
-    sizes = results["sizes"]
     print(
-        f"model.bin: float32 {sizes['float32_bytes'] / 1e6:.2f} MB, int8 "
-        f"{sizes['int8_bytes'] / 1e6:.2f} MB "
-        f"({sizes['float32_bytes'] / sizes['int8_bytes']:.2f}x smaller)"
+        throughput_table(
+            "implementation", results["throughput"], CASES, lambda _: "savedmodel"
+        )
     )
+    print(f"modules loaded by each worker: {results['loaded_modules']}")
+    print(size_line("model.bin", results["sizes"]))
 
 
 if __name__ == "__main__":

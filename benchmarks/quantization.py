@@ -18,11 +18,12 @@ on the trans-de-en test set, float32 against int8, greedy, on TensorFlow.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchmarks.report import size_line, throughput_rows, throughput_table
 
 BACKENDS = ("tensorflow", "jax", "torch")
 PRECISIONS = ("float32", "int8")
@@ -165,40 +166,20 @@ def _throughput(args):
                     f"round {round_ + 1} {backend} {precision}: {seconds:.0f} s",
                     file=sys.stderr,
                 )
-    table = {}
-    for (backend, precision), medians in runs.items():
-        row = table.setdefault(f"{backend} {precision}", {})
-        for batch, beams in CASES:
-            key = f"{batch}x{beams}"
-            median = statistics.median(m[key] for m in medians)
-            row[key] = {
-                "sentences_per_s": batch / median,
-                "per_process_s": [m[key] for m in medians],
-            }
-    return {"throughput": table, "sizes": sizes}
+    named = {f"{backend} {precision}": m for (backend, precision), m in runs.items()}
+    return {"throughput": throughput_rows(named, CASES), "sizes": sizes}
 
 
 def _print_table(results):
-    table = results["throughput"]
-    print("| backend, weights | " + " | ".join(
-        f"batch {b}, {'greedy' if k == 1 else f'{k} beams'}" for b, k in CASES
-    ) + " |")  # fmt: skip
-    print("|---" * (len(CASES) + 1) + "|")
-    for name, row in table.items():
-        base = table[name.split()[0] + " float32"]
-        cells = []
-        for batch, beams in CASES:
-            key = f"{batch}x{beams}"
-            rate = row[key]["sentences_per_s"]
-            ratio = rate / base[key]["sentences_per_s"]
-            cells.append(f"{rate:.1f} ({ratio:.2f}x)")
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    sizes = results["sizes"]
     print(
-        f".keras: float32 {sizes['float32_bytes'] / 1e6:.2f} MB, int8 "
-        f"{sizes['int8_bytes'] / 1e6:.2f} MB "
-        f"({sizes['float32_bytes'] / sizes['int8_bytes']:.2f}x smaller)"
+        throughput_table(
+            "backend, weights",
+            results["throughput"],
+            CASES,
+            lambda name: name.split()[0] + " float32",
+        )
     )
+    print(size_line(".keras", results["sizes"]))
 
 
 if __name__ == "__main__":

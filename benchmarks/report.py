@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import statistics
 
 OURS = "keras-seq"
 HUB = "keras-hub"
@@ -19,6 +20,59 @@ def _table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def throughput_rows(runs, cases):
+    """Sentences per second of each implementation, from fresh processes.
+
+    Args:
+        runs: `{name: [per-process medians]}`, each a dict of seconds per
+            call keyed `"<batch>x<beams>"`.
+        cases: the (batch, beams) pairs timed.
+
+    Returns:
+        `{name: {"<batch>x<beams>": {"sentences_per_s", "per_process_s"}}}`,
+        each rate the batch over the median of the per-process medians.
+    """
+    table = {}
+    for name, medians in runs.items():
+        table[name] = {}
+        for batch, beams in cases:
+            key = f"{batch}x{beams}"
+            median = statistics.median(m[key] for m in medians)
+            table[name][key] = {
+                "sentences_per_s": batch / median,
+                "per_process_s": [m[key] for m in medians],
+            }
+    return table
+
+
+def throughput_table(first_column, table, cases, baseline_of):
+    """The markdown table of `throughput_rows`: a column per case, each rate
+    with its ratio to the same case of the row `baseline_of(name)`."""
+    header = [first_column] + [
+        f"batch {batch}, {'greedy' if beams == 1 else f'{beams} beams'}"
+        for batch, beams in cases
+    ]
+    rows = []
+    for name, row in table.items():
+        base = table[baseline_of(name)]
+        cells = [name]
+        for batch, beams in cases:
+            key = f"{batch}x{beams}"
+            rate = row[key]["sentences_per_s"]
+            cells.append(f"{rate:.1f} ({rate / base[key]['sentences_per_s']:.2f}x)")
+        rows.append(cells)
+    return _table(header, rows)
+
+
+def size_line(what, sizes):
+    """`what: float32 ... MB, int8 ... MB (...x smaller)`."""
+    float_bytes, int8_bytes = sizes["float32_bytes"], sizes["int8_bytes"]
+    return (
+        f"{what}: float32 {float_bytes / 1e6:.2f} MB, int8 {int8_bytes / 1e6:.2f} MB "
+        f"({float_bytes / int8_bytes:.2f}x smaller)"
+    )
 
 
 def _number(value, digits=0):

@@ -314,8 +314,32 @@ def masked_value(dtype):
     return float(info.min) * 0.7
 
 
-def mask_token_logits(logits, token_ids):
-    """(B, V) logits with the ids `token_ids` at the sentinel: never chosen.
+def token_logits_mask(token_ids, size):
+    """(1, V) boolean mask of the ids that may be chosen, or None for all.
+
+    Built once per decoding call and read at every step by
+    `mask_token_logits`: a loop that runs eagerly (PyTorch's) would
+    otherwise copy a fresh mask from the host at each step.
+
+    Args:
+        token_ids: a sequence of Python ints never to choose; ids outside
+            [0, size) are ignored.
+        size: int V, the number of logits of a step.
+
+    Returns:
+        A (1, V) boolean tensor, False at `token_ids`; None when none of
+        them is below V.
+    """
+    chosen = [i for i in token_ids if 0 <= i < size]
+    if not chosen:
+        return None
+    allowed = np.ones((1, size), bool)
+    allowed[0, chosen] = False
+    return ops.convert_to_tensor(allowed)
+
+
+def mask_token_logits(logits, allowed):
+    """(B, V) logits with the ids `allowed` rules out at the sentinel.
 
     Greedy choice, sampling (before temperature, top-k and top-p, so that
     the nucleus is drawn from the tokens that may be chosen) and beam
@@ -323,18 +347,13 @@ def mask_token_logits(logits, token_ids):
 
     Args:
         logits: (B, V) float logits of the next token.
-        token_ids: a sequence of Python ints; ids outside [0, V) are
-            ignored.
+        allowed: the (1, V) mask of `token_logits_mask`, or None.
 
     Returns:
         The logits, unchanged where an id may be chosen.
     """
-    size = logits.shape[-1]
-    chosen = [i for i in token_ids if 0 <= i < size]
-    if not chosen:
+    if allowed is None:
         return logits
-    allowed = np.ones((1, size), bool)
-    allowed[0, chosen] = False
     return ops.where(allowed, logits, masked_value(logits.dtype))
 
 

@@ -166,3 +166,18 @@ def test_attention_masks_of_every_keras_shape_get_batch_and_head_axes(
 def test_attention_masks_of_other_shapes_are_refused(shape):
     with pytest.raises(ValueError, match=r"`attention_mask` must have shape .*"):
         masks.attention_mask_per_head(np.ones(shape, bool), 2, 5, 3, 4)
+
+
+def test_token_logits_mask_rules_out_the_ids_below_the_size():
+    allowed = masks.token_logits_mask((0, 3, 99), 5)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(allowed), [[False, True, True, False, True]]
+    )
+    assert masks.token_logits_mask((7, -1), 5) is None
+    logits = np.arange(10, dtype="float32").reshape(2, 5)
+    masked = ops.convert_to_numpy(masks.mask_token_logits(logits, allowed))
+    sentinel = np.float32(masks.masked_value("float32"))
+    np.testing.assert_array_equal(
+        masked, [[sentinel, 1, 2, sentinel, 4], [sentinel, 6, 7, sentinel, 9]]
+    )
+    assert masks.mask_token_logits(logits, None) is logits

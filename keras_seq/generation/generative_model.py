@@ -44,7 +44,7 @@ from keras_seq.generation.sampling import (
     run_sampler,
     zero_after_end,
 )
-from keras_seq.masks import mask_token_logits, padding_mask
+from keras_seq.masks import mask_token_logits, padding_mask, token_logits_mask
 from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import (
     check_finite,
@@ -134,7 +134,9 @@ class GenerativeModel:
     # Ids the model never outputs (special tokens such as padding, [UNK] or
     # [MASK]): greedy choice, sampling and beam search never pick them
     # (`keras_seq.masks.mask_token_logits`). The end token of a call is
-    # never masked: it ends an output.
+    # never masked: it ends an output. A model that sets them states its
+    # output size V with `label_size()`, so the (1, V) mask is built once
+    # per call, before the decoding loop.
     unsamplable_token_ids = ()
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
@@ -415,6 +417,22 @@ class GenerativeModel:
         """`unsamplable_token_ids` but the end token, as a tuple of ints."""
         return tuple(int(i) for i in self.unsamplable_token_ids if i != end_token_id)
 
+    def _allowed_ids(self, end_token_id):
+        """The (1, V) mask of the ids decoding may choose, or None for all.
+
+        V is the output size the model states with `label_size()`, which a
+        model with `unsamplable_token_ids` must have.
+        """
+        unsamplable = self._unsamplable(end_token_id)
+        if not unsamplable:
+            return None
+        if not hasattr(self, "label_size"):
+            raise TypeError(
+                f"{type(self).__name__} sets `unsamplable_token_ids` and must "
+                "state its output size with `label_size()`."
+            )
+        return token_logits_mask(unsamplable, self.label_size()[0])
+
     def _check_options(
         self, beam_width, length_penalty, temperature=1.0, top_k=None, top_p=None
     ):
@@ -474,12 +492,12 @@ class GenerativeModel:
         never_ends = end_token_id is None or end_token_id < 0
         keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
         step = self._loop_step()
-        unsamplable = self._unsamplable(end_token_id)
+        allowed = self._allowed_ids(end_token_id)
 
         def next_logits(buffer, cache, index):
             previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
             logits, cache = step(previous, index - 1, context, cache)
-            logits = mask_token_logits(logits, unsamplable)  # (B, V)
+            logits = mask_token_logits(logits, allowed)  # (B, V)
             if draw is not None:
                 logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
             return logits, None, cache
@@ -529,11 +547,11 @@ class GenerativeModel:
             lambda x: tile_beams(x, beam_width), (context, cache)
         )
 
-        unsamplable = self._unsamplable(end_token_id)
+        allowed = self._allowed_ids(end_token_id)
 
         def step(previous, index, cache):
             logits, cache = decode(previous, index + given_length - 1, context, cache)
-            return mask_token_logits(logits, unsamplable), cache
+            return mask_token_logits(logits, allowed), cache
 
         def reorder(cache, rows):
             return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)

@@ -65,3 +65,28 @@ def test_decoding_report_gives_each_process_its_own_ratio():
     ) in text
     note = report._decoding_processes_note({"backends": {"tensorflow": worker}})
     assert "in 3 separate processes per backend" in note
+
+
+def test_throughput_tables_divide_each_row_by_its_baseline():
+    cases = ((1, 1), (32, 4))
+    runs = {
+        "jax float32": [{"1x1": 0.5, "32x4": 4.0}, {"1x1": 0.1, "32x4": 2.0}],
+        "jax int8": [{"1x1": 0.25, "32x4": 1.0}, {"1x1": 0.25, "32x4": 3.0}],
+    }
+    table = report.throughput_rows(runs, cases)
+    # The batch over the median of the per-process medians.
+    assert table["jax float32"]["1x1"]["sentences_per_s"] == pytest.approx(1 / 0.3)
+    assert table["jax int8"]["32x4"]["sentences_per_s"] == pytest.approx(16.0)
+    assert table["jax int8"]["32x4"]["per_process_s"] == [1.0, 3.0]
+    assert report.throughput_table(
+        "weights", table, cases, lambda name: name.split()[0] + " float32"
+    ) == (
+        "| weights | batch 1, greedy | batch 32, 4 beams |\n"
+        "|---|---|---|\n"
+        "| jax float32 | 3.3 (1.00x) | 10.7 (1.00x) |\n"
+        "| jax int8 | 4.0 (1.20x) | 16.0 (1.50x) |"
+    )
+    sizes = {"float32_bytes": 4e6, "int8_bytes": 1e6}
+    assert report.size_line("model.bin", sizes) == (
+        "model.bin: float32 4.00 MB, int8 1.00 MB (4.00x smaller)"
+    )

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 import zoo
+from keras_seq import masks
 from keras_seq.generation import (
     DEFAULT_MAX_NEW_TOKENS,
     GenerativeModel,
+    generative_model,
     make_sampler,
     resolve_max_new_tokens,
 )
@@ -202,6 +204,10 @@ class _FavoursUnknown(GenerativeModel, keras.Model):
     then the id after the last one in the cycle 5, 6, ..., 11, 5, ..."""
 
     unsamplable_token_ids = UNSAMPLABLE_IDS
+    vocabulary_size = 12
+
+    def label_size(self):
+        return self.vocabulary_size, "vocabulary_size"
 
     def check_generate_input(self, token_ids, max_new_tokens=None):
         return resolve_max_new_tokens(max_new_tokens, limit=8)
@@ -211,7 +217,7 @@ class _FavoursUnknown(GenerativeModel, keras.Model):
         return start, (), keras.ops.zeros((keras.ops.shape(token_ids)[0],), "int32")
 
     def decoding_step(self, token_ids, index, context, cache):
-        vocabulary = 12
+        vocabulary = self.vocabulary_size
         special = np.zeros(vocabulary, "float32")
         special[[UNK_ID, MASK_ID, PAD_ID, START_ID]] = [50.0, 40.0, 30.0, 20.0]
         following = keras.ops.one_hot(5 + (token_ids[:, 0] - 4) % 7, vocabulary)
@@ -240,6 +246,25 @@ def test_special_tokens_are_never_chosen(options):
     assert not np.isin(ids, UNSAMPLABLE_IDS).any(), ids
     if options["strategy"] != "sample":  # The next id after the last, each step.
         np.testing.assert_array_equal(ids, np.tile([7, 8, 9, 10, 11, 5, 6, 7], (3, 1)))
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_the_mask_of_special_tokens_is_built_once_per_call(strategy, monkeypatch):
+    built = []
+
+    def counted(token_ids, size):
+        built.append((tuple(token_ids), size))
+        return masks.token_logits_mask(token_ids, size)
+
+    monkeypatch.setattr(generative_model, "token_logits_mask", counted)
+    ids = _FavoursUnknown().generate(
+        np.ones((3, 2), "int32"), 8, strategy=strategy, end_token_id=None
+    )
+    # Eight steps (run eagerly on PyTorch), one (1, V) mask.
+    assert built == [(tuple(UNSAMPLABLE_IDS), 12)]
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(ids), np.tile([7, 8, 9, 10, 11, 5, 6, 7], (3, 1))
+    )
 
 
 def test_the_end_token_is_never_masked():

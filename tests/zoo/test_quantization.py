@@ -1,6 +1,7 @@
-"""Keras' post-training quantization (`model.quantize("int8")`) on every zoo
+"""Keras' post-training quantization (`model.quantize("int8")`, and
+`"int4"` on the Transformer translator and language model) on every zoo
 family: logits close to float, generation over the quantized weights, and
-an exact `.keras` round trip, on every backend."""
+an exact `.keras` round trip, on every backend (each int4 case on one)."""
 
 import keras
 import numpy as np
@@ -47,49 +48,77 @@ FAMILIES = {
     "rnn_language_model": (lambda: zoo.build_rnn_language_model("tiny"), _sequence),
 }
 
+
+def _on(backend, *values):
+    """A parameter run on `backend` only: each int4 case runs on one
+    backend, the cases spread over the three, so that every backend
+    quantizes to int4 while the suite stays within its time (each case
+    compiles and saves a model of its own)."""
+    return pytest.param(
+        *values,
+        marks=pytest.mark.skipif(
+            keras.backend.backend() != backend, reason=f"int4 runs on {backend}"
+        ),
+    )
+
+
+# `(family, mode)` of each quantized model: int8 on every family; int4,
+# Keras' 4-bit weights, on the Transformer translator and language model.
+QUANTIZED = [(name, "int8") for name in sorted(FAMILIES)] + [
+    _on("tensorflow", ("translator", "int4")),
+    _on("torch", ("language_model", "int4")),
+]
+
+# The largest logit error allowed, as a fraction of the float logits' range.
 # Int8 with one scale per output channel of a weight and one per row of an
 # activation rounds each factor of a product by at most half a step, 1/254
 # of that row's or channel's largest value. A logit goes through about a
 # dozen such products in series (embedding, attention, feed-forward,
 # output), so a few percent of the logits' range bounds the error; the tiny
-# models here stay under 2.5%.
-RELATIVE_TOLERANCE = 0.05
+# models here stay under 2.5%. Int4 rounds the weights only (activations
+# stay float), each to one of 16 levels scaled by the largest of its group
+# of (up to) 128 inputs: half a step is 1/14 of that value, 18 times
+# int8's, so the same products put the error under 18 x 2.5% = 45%; the
+# tiny models here reach 10% to 31%.
+RELATIVE_TOLERANCE = {"int8": 0.05, "int4": 0.5}
 
 
 def _numpy(x):
     return np.asarray(ops.convert_to_numpy(x))
 
 
-def _quantized_kinds(model):
+def _quantized_kinds(model, mode):
     return {
         type(layer).__name__
         for layer in model._flatten_layers()
-        if layer.quantization_mode == "int8"
+        if layer.quantization_mode == mode
     }
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+@pytest.fixture(scope="module", params=QUANTIZED, ids="-".join)
 def quantized(request, tmp_path_factory):
-    """`(name, float model's outputs, quantized model, inputs, .keras path)`."""
+    """`(name, mode, float model's outputs, quantized model, inputs, .keras
+    path)`."""
+    name, mode = request.param
     keras.utils.set_random_seed(0)
-    build, make_inputs = FAMILIES[request.param]
+    build, make_inputs = FAMILIES[name]
     model = build()
     inputs = make_inputs(np.random.default_rng(0))
     float_outputs = _numpy(model(inputs))
-    model.quantize("int8")
-    path = tmp_path_factory.mktemp("quantized") / f"{request.param}.keras"
+    model.quantize(mode)
+    path = tmp_path_factory.mktemp("quantized") / f"{name}-{mode}.keras"
     model.save(path)
-    return request.param, float_outputs, model, inputs, path
+    return name, mode, float_outputs, model, inputs, path
 
 
 def test_logits_close_to_float(quantized):
-    name, float_outputs, model, inputs, _ = quantized
+    name, mode, float_outputs, model, inputs, _ = quantized
     outputs = _numpy(model(inputs))
     error = np.abs(outputs - float_outputs).max()
-    assert error <= RELATIVE_TOLERANCE * np.abs(float_outputs).max()
+    assert error <= RELATIVE_TOLERANCE[mode] * np.abs(float_outputs).max()
     assert error > 0  # The quantized weights are the ones read.
     # The output projection and the token table are among them.
-    kinds = _quantized_kinds(model)
+    kinds = _quantized_kinds(model, mode)
     if name in ("tied_translator", "language_model"):
         assert "ReversibleEmbedding" in kinds
     elif "rnn" not in name:
@@ -99,10 +128,10 @@ def test_logits_close_to_float(quantized):
 
 
 def test_keras_file_round_trip_is_exact(quantized):
-    _, _, model, inputs, path = quantized
+    _, mode, _, model, inputs, path = quantized
     loaded = keras.saving.load_model(path)
     np.testing.assert_array_equal(_numpy(loaded(inputs)), _numpy(model(inputs)))
-    assert _quantized_kinds(loaded) == _quantized_kinds(model)
+    assert _quantized_kinds(loaded, mode) == _quantized_kinds(model, mode)
     assert loaded.get_config() == model.get_config()
 
 
@@ -144,13 +173,21 @@ def _reference_scores(model, source, ids):
     return chosen.sum(axis=1).reshape(batch, beams)
 
 
-@pytest.mark.parametrize("family", ["tied_translator", "language_model"])
-def test_generation_reads_the_quantized_weights(family):
+@pytest.mark.parametrize(
+    ("family", "mode"),
+    [
+        ("tied_translator", "int8"),
+        ("language_model", "int8"),
+        _on("torch", "translator", "int4"),
+        _on("jax", "language_model", "int4"),
+    ],
+)
+def test_generation_reads_the_quantized_weights(family, mode):
     keras.utils.set_random_seed(1)
     build, _ = FAMILIES[family]
     model = build()
     rng = np.random.default_rng(1)
-    source = _ids(rng, 2, 6 if family == "tied_translator" else 3)
+    source = _ids(rng, 2, 3 if family == "language_model" else 6)
     options = dict(beam_width=3, num_return=3, length_penalty=0.0, end_token_id=None)
 
     # Compiled over the float weights first, as a notebook would.
@@ -158,7 +195,7 @@ def test_generation_reads_the_quantized_weights(family):
     float_reference = _reference_scores(model, source, ids)
     np.testing.assert_allclose(scores, float_reference, atol=1e-5)
 
-    model.quantize("int8")
+    model.quantize(mode)
     ids, scores = (_numpy(x) for x in model.beam_search(source, 5, **options))
     reference = _reference_scores(model, source, ids)
     np.testing.assert_allclose(scores, reference, atol=1e-5)
@@ -195,10 +232,11 @@ def _greedy_reference(model, source, length):
     return ids
 
 
-def test_quantize_skips_what_keras_cannot_quantize():
+@pytest.mark.parametrize("mode", ["int8", _on("torch", "int4")])
+def test_quantize_skips_what_keras_cannot_quantize(mode):
     model = zoo.build_rnn_translator("tiny", score="additive")
-    model.quantize("int8")
+    model.quantize(mode)
     kinds = {layer.name: layer.quantization_mode for layer in model._flatten_layers()}
-    # The score vector v stays float; the projections around it are int8.
+    # The score vector v stays float; the projections around it are quantized.
     assert kinds["score_vector"] is None
-    assert "int8" in kinds.values()
+    assert mode in kinds.values()

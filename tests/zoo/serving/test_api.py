@@ -1,6 +1,8 @@
 """TF Serving's REST API over an exported translator: the answers are the
 SavedModel's own, shaped as `api_rest.md` shapes them."""
 
+import socket
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -9,6 +11,7 @@ from tests.zoo.serving import exports
 from tests.zoo.serving.conftest import NAME
 from tests.zoo.serving.http_client import call
 from zoo.serving import ModelServer
+from zoo.serving import server as server_module
 
 SENTENCES = ["w1 w2 w3.", "w4 w5!", "w7 w8 w9 w10 w11."]
 PREDICT = f"/v1/models/{NAME}:predict"
@@ -154,3 +157,21 @@ def test_classifier_and_language_model(tmp_path):
             )
         else:
             assert body["predictions"] == _text(direct["continuations"].numpy())
+
+
+def test_answers_leave_without_waiting_for_an_acknowledgement(server, monkeypatch):
+    # An answer is two writes (headers, body): under Nagle's algorithm the
+    # body would wait for the client's delayed acknowledgement of the
+    # headers on every kept-alive request.
+    delays = []
+    setup = server_module._Handler.setup
+
+    def recording_setup(handler):
+        setup(handler)
+        option = (socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        delays.append(handler.connection.getsockopt(*option))
+
+    monkeypatch.setattr(server_module._Handler, "setup", recording_setup)
+    status, _ = call(server.url, path=f"/v1/models/{NAME}")
+    assert status == 200
+    assert delays and all(delays)
