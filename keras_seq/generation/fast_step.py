@@ -128,15 +128,14 @@ class _Embedding:
 
     def __init__(self, embedding):
         self.table = embedding.token_embedding.embeddings.value  # (V, D)
-        scaled = embedding.scale_embeddings
-        self.scale = math.sqrt(embedding.embedding_dim) if scaled else None
+        # Each row scaled once, not at every step: the same products.
+        self.rows = self.table
+        if embedding.scale_embeddings:
+            self.rows = self.table * math.sqrt(embedding.embedding_dim)
         self.positions = _position_table(embedding)  # (L_max, D)
 
     def __call__(self, ids, positions):
-        x = self.table[ids]  # (..., D)
-        if self.scale is not None:
-            x = x * self.scale
-        return x + positions
+        return self.rows[ids] + positions  # (..., D)
 
 
 class TorchEncoder:

@@ -158,13 +158,15 @@ def test_fast_step_reads_the_current_weights():
 def test_no_fast_step_where_it_would_not_mirror_the_layers():
     model = _translator()
     if not ON_TORCH:
-        # TensorFlow and JAX compile the ordinary step; it still generates.
+        # TensorFlow and JAX compile the ordinary path; it still generates.
         assert model.fast_decoding_step() is None
+        assert model.fast_start_decoding() is None
         ids = keras.ops.convert_to_numpy(model.generate(_source(), max_new_tokens=4))
         assert ids.shape == (3, 4)
         return
     # Outside `torch.no_grad()` the step could not write the caches.
     assert model.fast_decoding_step() is None
+    assert model.fast_start_decoding() is None
     layers = (model.target_embedding, model.decoder_blocks, model.decoder_norm)
     with _no_grad():
         assert torch_decoder_step(*layers, model.output_dense) is not None
@@ -174,6 +176,7 @@ def test_no_fast_step_where_it_would_not_mirror_the_layers():
         finally:
             keras.config.set_dtype_policy("float32")
         assert mixed.fast_decoding_step() is None
+        assert mixed.fast_start_decoding() is None
 
 
 @torch_only
