@@ -16,7 +16,7 @@ from keras_seq.generation import (
     empty_self_attention_caches,
     resolve_max_new_tokens,
 )
-from keras_seq.generation.fast_step import torch_decoder_step
+from keras_seq.generation.fast_step import torch_decoder_step, torch_encoder
 from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -289,6 +289,9 @@ class Translator(GenerativeModel, TokenIdsModel):
         # and values stay fixed while the self-attention caches fill.
         encoded, source_mask = self.encode(token_ids)
         context = (encoded, source_mask, self.cross_attention_caches(encoded))
+        return self._start(token_ids, max_new_tokens, start_token_id, context)
+
+    def _start(self, token_ids, max_new_tokens, start_token_id, context):
         batch_size = ops.shape(token_ids)[0]
         cache = self.empty_self_attention_caches(batch_size, max_new_tokens)
         start = ops.full((batch_size, 1), start_token_id, dtype="int32")
@@ -317,14 +320,33 @@ class Translator(GenerativeModel, TokenIdsModel):
         logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
         return logits[:, 0, :], tuple(updated)
 
-    def fast_decoding_step(self):
-        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
-        step = torch_decoder_step(
+    def _torch_step(self):
+        return torch_decoder_step(
             self.target_embedding,
             self.decoder_blocks,
             self.decoder_norm,
             None if self.tie_embeddings else self.output_dense,
         )
+
+    def fast_start_decoding(self):
+        """`start_decoding` in plain PyTorch (`keras_seq.generation.fast_step`)."""
+        encoder = torch_encoder(
+            self.source_embedding, self.encoder_blocks, self.encoder_norm
+        )
+        step = self._torch_step()
+        if encoder is None or step is None:
+            return None
+
+        def start(token_ids, max_new_tokens, start_token_id):
+            encoded, source_mask = encoder(token_ids)
+            context = (encoded, source_mask, step.cross_attention_caches(encoded))
+            return self._start(token_ids, max_new_tokens, start_token_id, context)
+
+        return start
+
+    def fast_decoding_step(self):
+        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
+        step = self._torch_step()
         if step is None:
             return None
 

@@ -229,7 +229,10 @@ def beam_search(
         return tokens, scores, finished, lengths, state
 
     carry = (tokens, scores, finished, lengths, state)
-    if stops:
+    if not compiles_with_xla():
+        advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
+        carry = _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check)
+    elif stops:
         carry = _run_until_finished(
             advance,
             carry,
@@ -277,4 +280,70 @@ def _run_until_finished(advance, carry, max_new_tokens, steps_per_check):
     )
     if rest:
         carry = ops.fori_loop(chunks * chunk, max_new_tokens, advance, carry)
+    return carry
+
+
+def take_rows(tensor, rows):
+    """`ops.take(tensor, rows, axis=0)`: the rows of a beam's state.
+
+    On PyTorch, which runs the loop eagerly, `index_select` without
+    `keras.ops`' per-call conversions and index checks: `rows` are the
+    search's own, always in range.
+    """
+    if compiles_with_xla():
+        return ops.take(tensor, rows, axis=0)
+    return tensor.index_select(0, rows)
+
+
+def _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id):
+    """`beam_search`'s step in PyTorch operations, for PyTorch's eager loop.
+
+    The same choices and numbers as its `keras.ops` step (`top_k` is
+    `torch.topk` and `logsumexp` `torch.logsumexp` there too), without
+    about twenty `keras.ops` calls a step, each of which converts and
+    checks its arguments in Python for longer than its arithmetic takes
+    at a few rows. `index` is a Python int.
+    """
+    import torch  # The PyTorch backend only.
+
+    rows = batch_size * k
+    offsets = torch.arange(batch_size, dtype=torch.int64)[:, None] * k  # (B, 1)
+    padding_only = torch.full((k,), _NO_SCORE, dtype=torch.float32)  # (K,)
+    padding_only[0] = 0.0
+
+    def advance(index, carry):
+        tokens, scores, finished, lengths, state = carry
+        previous = tokens[:, index : index + 1]  # (B*K, 1)
+        logits, state = step_fn(previous, index, state)
+        logits = logits.float()  # (B*K, V)
+        # As `beam_search`: each beam proposes its K best continuations.
+        values, token_ids = torch.topk(logits, k)  # (B*K, K)
+        log_probs = values - torch.logsumexp(logits, dim=-1, keepdim=True)
+        finished_rows = finished.reshape(rows, 1)
+        log_probs = torch.where(finished_rows, padding_only, log_probs)
+        token_ids = torch.where(finished_rows, 0, token_ids)
+        candidates = scores[..., None] + log_probs.reshape(batch_size, k, k)
+        scores, flat = torch.topk(candidates.reshape(batch_size, k * k), k)
+        beams = flat // k  # (B, K)
+        new_tokens = torch.gather(token_ids.reshape(batch_size, k * k), 1, flat)
+        source_rows = (beams + offsets).reshape(rows)
+        tokens = tokens.index_select(0, source_rows)
+        state = reorder_fn(state, source_rows)
+        was_finished = torch.gather(finished, 1, beams)
+        lengths = torch.gather(lengths, 1, beams) + (~was_finished).int()
+        finished = was_finished | (new_tokens == end_token_id)
+        tokens[:, index + 1] = new_tokens.reshape(rows).int()
+        return tokens, scores, finished, lengths, state
+
+    return advance
+
+
+def _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check):
+    """`advance` for M steps in a Python loop, stopping once every beam
+    has ended, checked every `steps_per_check` steps (as on XLA)."""
+    check_every = steps_per_check or default_steps_per_check()
+    for index in range(max_new_tokens):
+        carry = advance(index, carry)
+        if stops and (index + 1) % check_every == 0 and bool(carry[2].all()):
+            break
     return carry

@@ -1,21 +1,22 @@
-"""A Transformer decoding step on PyTorch without Keras' per-call overhead.
+"""Transformer decoding on PyTorch without Keras' per-call overhead.
 
 Why: PyTorch runs a decoding step eagerly, and at the sizes the zoo trains
 each of its forty-odd Keras layer calls spends longer in Python (argument
-and mask checks, dtype policies, `keras.ops` dispatch) than in arithmetic.
-`TorchDecoderStep` computes the same numbers as the layers' `call()`s over
-the same weights, in a few plain PyTorch operations per sublayer, so the
-teaching layers keep their readable `call()` and `decoding_step` stays
-the public, backend-agnostic step. `GenerativeModel` runs this step inside
-its loops on PyTorch and the ordinary one everywhere else; the tests hold
-the two equal (logits to 1e-5, greedy ids exactly).
+and mask checks, dtype policies, `keras.ops` dispatch) than in arithmetic;
+the encoder's pass, once per call, pays the same for its twenty-odd.
+`TorchDecoderStep` and `TorchEncoder` compute the same numbers as the
+layers' `call()`s over the same weights, in a few plain PyTorch operations
+per sublayer (`keras_seq.generation.torch_weights`), so the teaching layers
+keep their readable `call()` and `decoding_step` stays the public,
+backend-agnostic step. `GenerativeModel` runs them inside its loops on
+PyTorch and the ordinary path everywhere else; the tests hold the two
+equal (logits to 1e-5, ids exactly).
 
-What it mirrors, per step and for each (B, 1) query:
+What the step mirrors, per step and for each (B, 1) query:
 
 - `TokenAndPositionEmbedding(ids, start_index=index)`: the token row,
   scaled by sqrt(D) when the layer scales, plus the position code, read
-  from a table that the layer's own position layer computes once per
-  call of `generate`;
+  from a table that the layer's own position layer computes;
 - `TransformerDecoderBlock` with caches (Fig. 7.15 (b)): pre- or
   post-norm residual sublayers, causal self attention over the keys
   written so far, cross attention over the precomputed source keys and
@@ -26,9 +27,16 @@ What it mirrors, per step and for each (B, 1) query:
   no real token;
 - the closing norm and the output layer, tied to the token table or not.
 
-Models it cannot mirror exactly (mixed precision, quantized or LoRA
-projections, a custom layer norm) get `None` from `torch_decoder_step`
-and decode through their ordinary step.
+The encoder mirrors `TransformerEncoderBlock` (Fig. 7.15 (a)) the same way
+over the whole (B, S) source, with its padding mask, and the step computes
+the cross-attention caches from the encoder's output.
+
+Both are built once for a set of layers and kept while their weights are
+unchanged (`torch_weights.WeightsVersion`): what they derive (joined
+kernels, position tables) is then not recomputed at every call of
+`generate`. Models they cannot mirror exactly (mixed precision, quantized
+or LoRA projections, a custom layer norm) get `None` and decode through
+their ordinary path.
 
 Shape legend:
     B: batch size
@@ -41,10 +49,14 @@ Shape legend:
 """
 
 import math
+import weakref
 
 import keras
 
-from keras_seq.layers.multi_head_attention import MultiHeadAttention
+from keras_seq.generation import torch_weights as tw
+
+# Built steps and encoders by their first block, with the weights' version.
+_BUILT = weakref.WeakKeyDictionary()
 
 
 def torch_decoder_step(embedding, blocks, final_norm, output_dense=None):
@@ -64,79 +76,131 @@ def torch_decoder_step(embedding, blocks, final_norm, output_dense=None):
         recorded (the step writes the caches in place), or for layers it
         does not mirror exactly.
     """
+    layers = (embedding, final_norm, output_dense)
+    return _built(TorchDecoderStep, layers, blocks)
+
+
+def torch_encoder(embedding, blocks, final_norm):
+    """A `TorchEncoder` over these layers, or None where it cannot be.
+
+    Args:
+        embedding: the built `TokenAndPositionEmbedding` of the source.
+        blocks: the built `TransformerEncoderBlock`s.
+        final_norm: a `keras.layers.LayerNormalization` or
+            `keras.layers.Identity` after the blocks.
+
+    Returns:
+        A `TorchEncoder`, or None as `torch_decoder_step`.
+    """
+    return _built(TorchEncoder, (embedding, final_norm), blocks)
+
+
+def _built(kind, layers, blocks):
+    """`kind(*layers, blocks)`, reused while the weights are unchanged."""
     if keras.backend.backend() != "torch":
         return None
     import torch  # The PyTorch backend only.
 
-    if torch.is_grad_enabled() or not _mirrors(
-        embedding, blocks, final_norm, output_dense
-    ):
+    if torch.is_grad_enabled() or not tw.mirrors(layers, blocks):
         return None
-    return TorchDecoderStep(embedding, blocks, final_norm, output_dense)
+    key = (kind, *map(id, layers), *map(id, blocks))
+    kept = _BUILT.get(blocks[0])
+    if kept is not None and kept[0] == key and kept[1].current():
+        return kept[2]
+    every = [layer for layer in (*layers, *blocks) if layer is not None]
+    variables = [variable for layer in every for variable in layer.variables]
+    version = tw.WeightsVersion(variables)
+    made = kind(*layers, blocks)
+    _BUILT[blocks[0]] = (key, version, made)
+    return made
 
 
-def _mirrors(embedding, blocks, final_norm, output_dense):
-    """Whether `TorchDecoderStep` computes exactly what these layers do."""
-    layers = [embedding, final_norm, *blocks]
-    if output_dense is not None:
-        layers.append(output_dense)
-    policies = {(layer.compute_dtype, layer.variable_dtype) for layer in layers}
-    if len(policies) != 1 or len({*next(iter(policies))}) != 1:
-        return False  # Mixed precision casts weights at every call.
-    if not isinstance(final_norm, keras.layers.Identity) and not _plain_norm(
-        final_norm
-    ):
-        return False
-    dense_layers = [] if output_dense is None else [output_dense]
-    for block in blocks:
-        dense_layers += [
-            block._feed_forward_layer._intermediate_dense,
-            block._feed_forward_layer._output_dense,
-        ]
-        for attention in _attentions(block):
-            if type(attention) is not MultiHeadAttention:
-                return False
-            dense_layers += [
-                attention._query_dense,
-                attention._key_dense,
-                attention._value_dense,
-                attention._output_dense,
-            ]
-        norms = [block._self_attention_norm, block._feed_forward_norm]
-        if block._cross_attention is not None:
-            norms.append(block._cross_attention_norm)
-        if not all(_plain_norm(norm) for norm in norms):
-            return False
-    # The step reads float weights; a quantized or LoRA layer keeps its call.
-    table = embedding.token_embedding
-    return not any(
-        getattr(layer, "quantization_mode", None)
-        or getattr(layer, "lora_enabled", False)
-        for layer in [table, *dense_layers]
+def _position_table(embedding):
+    """(L_max, D): the embedding's position code for every position."""
+    zeros = keras.ops.zeros(
+        (1, embedding.max_length, embedding.embedding_dim), embedding.dtype
     )
+    return embedding.position_embedding(zeros)[0]
 
 
-def _plain_norm(layer):
-    return (
-        type(layer) is keras.layers.LayerNormalization
-        and not layer.rms_scaling
-        and tuple(layer.axis) in ((-1,), (2,))
-    )
+class _Embedding:
+    """`TokenAndPositionEmbedding` as a table lookup plus position codes."""
+
+    def __init__(self, embedding):
+        self.table = embedding.token_embedding.embeddings.value  # (V, D)
+        # Each row scaled once, not at every step: the same products.
+        self.rows = self.table
+        if embedding.scale_embeddings:
+            self.rows = self.table * math.sqrt(embedding.embedding_dim)
+        self.positions = _position_table(embedding)  # (L_max, D)
+
+    def __call__(self, ids, positions):
+        return self.rows[ids] + positions  # (..., D)
 
 
-def _attentions(block):
-    if block._cross_attention is None:
-        return [block._self_attention]
-    return [block._self_attention, block._cross_attention]
+class TorchEncoder:
+    """The encoder's pass in plain PyTorch, equal to the layers' `encode`.
+
+    Call arguments:
+        token_ids: (B, S) int source ids, 0 = padding.
+
+    Returns:
+        `(encoded, source_mask)`: the (B, S, D) encoder output z* and the
+        (B, S) boolean padding mask.
+    """
+
+    def __init__(self, embedding, final_norm, blocks):
+        self._embedding = _Embedding(embedding)
+        self._blocks = [_EncoderBlockWeights(block) for block in blocks]
+        self._final_norm = tw.norm_weights(final_norm)
+
+    def __call__(self, token_ids):
+        import torch  # The PyTorch backend only.
+
+        ids = torch.as_tensor(keras.ops.convert_to_tensor(token_ids))
+        source_mask = ids != 0  # (B, S)
+        x = self._embedding(ids, self._embedding.positions[: ids.shape[1]])
+        # Keys are masked by the source's padding; a query that is padding,
+        # or has no real key at all, gets a zero attention output.
+        key_mask = source_mask[:, None, None, :]  # (B, 1, 1, S)
+        has_key = source_mask & source_mask.any(dim=1, keepdim=True)  # (B, S)
+        for block in self._blocks:
+            x = block.self_attention(x, key_mask, has_key[..., None])
+            x = block.feed_forward(x)
+        return tw.layer_norm(x, self._final_norm), source_mask
+
+
+class _EncoderBlockWeights(tw.BlockWeights):
+    """One `TransformerEncoderBlock`'s weights, for (B, S, D) sequences."""
+
+    def __init__(self, block):
+        super().__init__(block)
+        self.attention = tw.AttentionWeights(
+            block._self_attention, ("query", "key", "value")
+        )
+
+    def self_attention(self, x, key_mask, has_key):
+        import torch  # The PyTorch backend only.
+
+        weights = self.attention
+
+        def attend(x):
+            qkv = weights.split_heads(tw.linear(x, *weights.joined), 3)
+            queries, keys, values = qkv.unbind(1)  # (B, N, S, H) each
+            context = tw.attend(queries, keys, values, key_mask, weights.scale)
+            out = tw.linear(context, *weights.output)  # (B, S, D)
+            return torch.where(has_key, out, 0.0)
+
+        return self.sublayer(x, self.self_norm, attend)
 
 
 class TorchDecoderStep:
     """One decoder position in plain PyTorch, equal to the layers' step.
 
-    Built once per call of `generate` or `beam_search` (under
-    `torch.no_grad()`), it reads the layers' current weights then, joins
-    each self attention's query, key and value projections into one
-    (D, 3 N H) matrix, and computes the decoder's position table.
+    Built from the layers' weights (under `torch.no_grad()`), it joins each
+    self attention's query, key and value projections into one (D, 3 N H)
+    matrix and each cross attention's key and value projections into one
+    (D, 2 N H), and computes the decoder's position table.
 
     Call arguments:
         token_ids: (B, 1) int ids at position `index`.
@@ -151,195 +215,94 @@ class TorchDecoderStep:
         (B, V) logits of the next id, and the caches.
     """
 
-    def __init__(self, embedding, blocks, final_norm, output_dense=None):
-        self._table = embedding.token_embedding.embeddings.value  # (V, D)
-        width = embedding.embedding_dim
-        self._scale = math.sqrt(width) if embedding.scale_embeddings else None
-        # The layer's own position codes, for every position at once.
-        zeros = keras.ops.zeros((1, embedding.max_length, width), embedding.dtype)
-        self._positions = embedding.position_embedding(zeros)[0]  # (L_max, D)
-        self._blocks = [_BlockWeights(block) for block in blocks]
-        self._final_norm = _norm_weights(final_norm)
+    def __init__(self, embedding, final_norm, output_dense, blocks):
+        self._embedding = _Embedding(embedding)
+        self._blocks = [_DecoderBlockWeights(block) for block in blocks]
+        self._final_norm = tw.norm_weights(final_norm)
         if output_dense is None:
-            self._output = (self._table.t(), None)  # (D, V), tied
+            self._output = (self._embedding.table.t(), None)  # (D, V), tied
         else:
-            self._output = (output_dense.kernel.value, output_dense.bias.value)
+            self._output = tw.dense_weights(output_dense)
+
+    def cross_attention_caches(self, encoded):
+        """Keys and values of z* (B, S, D) for every block, computed once.
+
+        Returns:
+            A tuple with one (B, 2, N, S, H) cache per block, as
+            `TransformerDecoderBlock.compute_cross_attention_cache`.
+        """
+        return tuple(block.cross_attention_cache(encoded) for block in self._blocks)
 
     def __call__(self, token_ids, index, cache, cross_caches=None, source_mask=None):
         index = int(index)
         ids = token_ids[:, 0]  # (B,)
-        x = self._table[ids]  # (B, D)
-        if self._scale is not None:
-            x = x * self._scale
-        x = x + self._positions[index]
+        x = self._embedding(ids, self._embedding.positions[index])  # (B, D)
         # A padding query attends to nothing: its attention outputs are 0.
         real = (ids != 0)[:, None]  # (B, 1)
-        has_source = None
+        has_source, mask = None, None
         if source_mask is not None:
             has_source = real & source_mask.any(dim=1, keepdim=True)  # (B, 1)
-        updated = []
+            mask = source_mask[:, None, None, :]  # (B, 1, 1, S)
         for i, block in enumerate(self._blocks):
             x = block.self_attention(x, cache[i], index, real)
             if block.cross is not None:
-                x = block.cross_attention(x, cross_caches[i], source_mask, has_source)
+                x = block.cross_attention(x, cross_caches[i], mask, has_source)
             x = block.feed_forward(x)
-            updated.append(cache[i])
-        x = _layer_norm(x, self._final_norm)
-        return _linear(x, *self._output), tuple(updated)  # (B, V)
+        x = tw.layer_norm(x, self._final_norm)
+        return tw.linear(x, *self._output), cache  # (B, V)
 
 
-def _norm_weights(layer):
-    """(gamma, beta, epsilon) of a layer norm; None for an identity."""
-    if isinstance(layer, keras.layers.Identity):
-        return None
-    gamma = None if layer.gamma is None else layer.gamma.value
-    beta = None if layer.beta is None else layer.beta.value
-    return gamma, beta, layer.epsilon
-
-
-def _layer_norm(x, weights):
-    if weights is None:
-        return x
-    import torch  # The PyTorch backend only.
-
-    gamma, beta, epsilon = weights
-    return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, epsilon)
-
-
-def _flat_kernel(dense):
-    """An (D, N, H) `EinsumDense` kernel as (D, N*H) and its bias (N*H,)."""
-    kernel = dense.kernel.value
-    kernel = kernel.reshape(kernel.shape[0], -1)
-    bias = None if dense.bias is None else dense.bias.value.reshape(-1)
-    return kernel, bias
-
-
-def _linear(x, kernel, bias):
-    import torch  # The PyTorch backend only.
-
-    return torch.matmul(x, kernel) if bias is None else torch.addmm(bias, x, kernel)
-
-
-def _activation(function):
-    """The PyTorch function of a Keras activation, where one is exact."""
-    import torch  # The PyTorch backend only.
-
-    if function is keras.activations.relu:
-        return torch.relu
-    if function is keras.activations.linear:
-        return lambda x: x
-    return function  # Keras' own, which runs on PyTorch tensors.
-
-
-class _BlockWeights:
-    """One `TransformerDecoderBlock`'s weights, laid out for `(B, D)` rows."""
+class _DecoderBlockWeights(tw.BlockWeights):
+    """One `TransformerDecoderBlock`'s weights, laid out for (B, D) rows."""
 
     def __init__(self, block):
-        import torch  # The PyTorch backend only.
-
-        self.norm_first = block.norm_first
-        attention = block._self_attention
-        self.heads = attention.num_heads
-        self.head_dim = attention.key_dim
-        self.score_scale = 1.0 / math.sqrt(attention.key_dim)
-        projections = (attention._query_dense, attention._key_dense)
-        parts = [_flat_kernel(d) for d in projections + (attention._value_dense,)]
-        # One (D, 3 N H) product for the query, key and value of a step.
-        self.qkv_kernel = torch.cat([kernel for kernel, _ in parts], dim=1)
-        self.qkv_bias = None
-        if parts[0][1] is not None:
-            self.qkv_bias = torch.cat([bias for _, bias in parts])
-        self.self_output = _output_weights(attention)
-        self.self_norm = _norm_weights(block._self_attention_norm)
+        super().__init__(block)
+        self.attention = tw.AttentionWeights(
+            block._self_attention, ("query", "key", "value")
+        )
         self.cross = None
         if block._cross_attention is not None:
-            cross = block._cross_attention
-            self.cross = (_flat_kernel(cross._query_dense), _output_weights(cross))
-            self.cross_norm = _norm_weights(block._cross_attention_norm)
-        feed_forward = block._feed_forward_layer
-        inner, outer = feed_forward._intermediate_dense, feed_forward._output_dense
-        self.inner = (inner.kernel.value, _bias(inner))
-        self.activation = _activation(inner.activation)
-        self.outer = (outer.kernel.value, _bias(outer))
-        self.feed_forward_norm = _norm_weights(block._feed_forward_norm)
+            self.cross = tw.AttentionWeights(block._cross_attention, ("key", "value"))
+            self.cross_norm = tw.norm_weights(block._cross_attention_norm)
 
-    def _heads(self, x):
-        """(B, N*H) rows as (B, N, 1, H) queries."""
-        return x.reshape(x.shape[0], self.heads, 1, self.head_dim)
-
-    def _sublayer(self, x, norm, sublayer):
-        """The residual story of Eq. (7.31), pre- or post-norm."""
-        residual = x
-        if self.norm_first:
-            x = _layer_norm(x, norm)
-        x = sublayer(x) + residual
-        if not self.norm_first:
-            x = _layer_norm(x, norm)
-        return x
+    def cross_attention_cache(self, encoded):
+        """(B, S, D) -> the (B, 2, N, S, H) keys and values of z*."""
+        weights = self.cross
+        keys_values = tw.linear(encoded, *weights.joined)  # (B, S, 2 N H)
+        return weights.split_heads(keys_values, 2).contiguous()
 
     def self_attention(self, x, cache, index, real):
         """Causal self attention, writing this position's keys and values."""
         import torch  # The PyTorch backend only.
 
+        weights = self.attention
+
         def attend(x):
-            qkv = _linear(x, self.qkv_kernel, self.qkv_bias)  # (B, 3 N H)
+            qkv = tw.linear(x, *weights.joined)  # (B, 3 N H)
             batch = x.shape[0]
-            qkv = qkv.reshape(batch, 3, self.heads, self.head_dim)
+            qkv = qkv.reshape(batch, 3, weights.heads, weights.head_dim)
             cache[:, :, :, index] = qkv[:, 1:]  # (B, 2, N, H)
             # The keys up to `index` are exactly those the causal mask keeps.
             keys = cache[:, 0, :, : index + 1]  # (B, N, index + 1, H)
             values = cache[:, 1, :, : index + 1]
-            context = _attend(qkv[:, 0, :, None], keys, values, None, self.score_scale)
-            out = _linear(context, *self.self_output)  # (B, D)
+            queries = qkv[:, 0, :, None]  # (B, N, 1, H)
+            context = tw.attend(queries, keys, values, None, weights.scale)
+            out = tw.linear(context[:, 0], *weights.output)  # (B, D)
             return torch.where(real, out, 0.0)
 
-        return self._sublayer(x, self.self_norm, attend)
+        return self.sublayer(x, self.self_norm, attend)
 
-    def cross_attention(self, x, cache, source_mask, has_source):
+    def cross_attention(self, x, cache, mask, has_source):
         """Attention over the source's precomputed keys and values."""
         import torch  # The PyTorch backend only.
 
-        query_weights, output_weights = self.cross
+        weights = self.cross
 
         def attend(x):
-            queries = self._heads(_linear(x, *query_weights))  # (B, N, 1, H)
-            mask = None if source_mask is None else source_mask[:, None, None, :]
-            context = _attend(queries, cache[:, 0], cache[:, 1], mask, self.score_scale)
-            out = _linear(context, *output_weights)  # (B, D)
+            queries = tw.linear(x, *weights.query)  # (B, N H)
+            queries = queries.reshape(x.shape[0], weights.heads, 1, weights.head_dim)
+            context = tw.attend(queries, cache[:, 0], cache[:, 1], mask, weights.scale)
+            out = tw.linear(context[:, 0], *weights.output)  # (B, D)
             return out if has_source is None else torch.where(has_source, out, 0.0)
 
-        return self._sublayer(x, self.cross_norm, attend)
-
-    def feed_forward(self, x):
-        def network(x):
-            return _linear(self.activation(_linear(x, *self.inner)), *self.outer)
-
-        return self._sublayer(x, self.feed_forward_norm, network)
-
-
-def _attend(queries, keys, values, mask, scale):
-    """Eq. (7.25) for one query per head: (B, N, 1, H) -> (B, N*H) context.
-
-    PyTorch's fused kernel, one call for the scores, the softmax and the
-    weighted sum. A source without real tokens gives NaN rows here; the
-    caller zeroes them, as the layer does.
-    """
-    import torch  # The PyTorch backend only.
-
-    context = torch.nn.functional.scaled_dot_product_attention(
-        queries, keys, values, attn_mask=mask, scale=scale
-    )  # (B, N, 1, H)
-    return context.reshape(context.shape[0], -1)  # (B, N*H)
-
-
-def _output_weights(attention):
-    """W_c of Eq. (7.26) as a (N*V, D) matrix and its bias."""
-    dense = attention._output_dense
-    kernel = dense.kernel.value
-    kernel = kernel.reshape(-1, kernel.shape[-1])
-    bias = None if dense.bias is None else dense.bias.value
-    return kernel, bias
-
-
-def _bias(dense):
-    return None if dense.bias is None else dense.bias.value
+        return self.sublayer(x, self.cross_norm, attend)

@@ -35,16 +35,18 @@ from keras import ops
 from keras_seq import defaults
 from keras_seq.generation import draws
 from keras_seq.generation.beam import beam_search as run_beam_search
-from keras_seq.generation.beam import check_num_return, tile_beams
+from keras_seq.generation.beam import check_num_return, take_rows, tile_beams
 from keras_seq.generation.draws import fresh_seed
 from keras_seq.generation.sampling import (
     given_buffer,
     make_sampler,
     run_compiled,
     run_sampler,
+    token_masker,
     zero_after_end,
 )
-from keras_seq.masks import mask_token_logits, padding_mask, token_logits_mask
+from keras_seq.layers.attention_kernels import compiles_with_xla
+from keras_seq.masks import padding_mask, token_logits_mask
 from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import (
     check_finite,
@@ -209,8 +211,22 @@ class GenerativeModel:
         """
         return None
 
+    def fast_start_decoding(self):
+        """`start_decoding` by a faster route on this backend, or None.
+
+        `generate` and `beam_search` call the function it returns (same
+        arguments and numbers as `start_decoding`) in place of
+        `start_decoding`. None, the default, keeps `start_decoding`.
+        `keras_seq.generation.fast_step` gives the Transformer translator
+        an encoder pass for PyTorch.
+        """
+        return None
+
     def _loop_step(self):
         return self.fast_decoding_step() or self.decoding_step
+
+    def _loop_start(self):
+        return self.fast_start_decoding() or self.start_decoding
 
     def quantize(self, mode=None, **kwargs):
         """`keras.Model.quantize`, then the compiled loops are dropped.
@@ -483,7 +499,7 @@ class GenerativeModel:
         `top_k` and `top_p` of a seeded draw (`draws.gumbel_scores`) from
         the int32 scalar `seed`.
         """
-        given, context, cache = self.start_decoding(
+        given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
         )
         batch_size, given_length = ops.shape(given)
@@ -492,12 +508,15 @@ class GenerativeModel:
         never_ends = end_token_id is None or end_token_id < 0
         keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
         step = self._loop_step()
-        allowed = self._allowed_ids(end_token_id)
+        mask = token_masker(self._allowed_ids(end_token_id))
 
         def next_logits(buffer, cache, index):
-            previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])  # (B, 1)
+            if compiles_with_xla():
+                previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])
+            else:  # Eager, with a Python int index: a view, no `keras.ops` call.
+                previous = buffer[:, index - 1 : index]  # (B, 1)
             logits, cache = step(previous, index - 1, context, cache)
-            logits = mask_token_logits(logits, allowed)  # (B, V)
+            logits = mask(logits)  # (B, V)
             if draw is not None:
                 logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
             return logits, None, cache
@@ -530,7 +549,7 @@ class GenerativeModel:
         start_token_id,
         end_token_id,
     ):
-        given, context, cache = self.start_decoding(
+        given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
         )
         batch_size, given_length = ops.shape(given)
@@ -547,14 +566,14 @@ class GenerativeModel:
             lambda x: tile_beams(x, beam_width), (context, cache)
         )
 
-        allowed = self._allowed_ids(end_token_id)
+        mask = token_masker(self._allowed_ids(end_token_id))
 
         def step(previous, index, cache):
             logits, cache = decode(previous, index + given_length - 1, context, cache)
-            return mask_token_logits(logits, allowed), cache
+            return mask(logits), cache
 
         def reorder(cache, rows):
-            return keras.tree.map_structure(lambda x: ops.take(x, rows, axis=0), cache)
+            return keras.tree.map_structure(lambda x: take_rows(x, rows), cache)
 
         return run_beam_search(
             step,

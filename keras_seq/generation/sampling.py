@@ -15,17 +15,23 @@ Shape legend:
     L: buffer length (prompt plus new tokens)
 """
 
+import contextlib
+import functools
+
 import keras
 import numpy as np
 from keras import ops
 
 from keras_seq.layers.attention_kernels import compiles_with_xla
-from keras_seq.masks import unread_ids
+from keras_seq.masks import mask_token_logits, masked_value, unread_ids
 
 STRATEGIES = ("greedy", "sample", "beam")
 # Steps between two reads of "has every row ended?" on PyTorch (see
 # `eager_sampler_loop`).
 EAGER_STEPS_PER_CHECK = 8
+# The largest batch that `generate` and `beam_search` run on one PyTorch
+# thread (`one_thread`).
+ONE_THREAD_BATCH = 4
 
 
 def check_sampling_options(strategy, temperature=1.0, top_k=None, top_p=None):
@@ -74,6 +80,33 @@ def first_argmax(logits):
     return ops.min(ops.where(ops.equal(logits, largest), positions, size), axis=-1)
 
 
+def token_masker(allowed):
+    """`keras_seq.masks.mask_token_logits(logits, allowed)` as a function of
+    the logits alone, for a decoding loop's every step.
+
+    On PyTorch, whose loop runs eagerly, the ruled-out ids become an index
+    tensor once and each step fills them with the sentinel in one
+    `index_fill`, in place of a `where` over the whole (B, V) logits.
+
+    Args:
+        allowed: the (1, V) mask of `keras_seq.masks.token_logits_mask`,
+            or None for all ids.
+    """
+    if allowed is None:
+        return lambda logits: logits
+    if compiles_with_xla():
+        return lambda logits: mask_token_logits(logits, allowed)
+    import torch  # The PyTorch backend only.
+
+    ruled_out = torch.nonzero(~allowed[0]).flatten()
+
+    def mask(logits):
+        return logits.index_fill(-1, ruled_out, masked_value(logits.dtype))
+
+    return mask
+
+
+@functools.cache
 def _greedy_sampler_class():
     import keras_hub  # It imports TensorFlow: only once a model generates.
 
@@ -128,15 +161,41 @@ def _without_gradients(fn):
     key/value caches cannot be written in place (`update_cache`). The
     embeddings do not read each step's ids on the host (`unread_ids`):
     `check_generate_input` checked the given ids, and the rest are the
-    model's own choices.
+    model's own choices. A batch of at most `ONE_THREAD_BATCH` rows runs
+    on one thread (`one_thread`).
     """
     import torch  # The PyTorch backend only.
 
     def call(*inputs):
-        with torch.no_grad(), unread_ids():
+        few_rows = inputs[0].shape[0] <= ONE_THREAD_BATCH
+        with torch.no_grad(), unread_ids(), one_thread(few_rows):
             return fn(*inputs)
 
     return call
+
+
+@contextlib.contextmanager
+def one_thread(active=True):
+    """Within this context PyTorch runs its operations on one thread.
+
+    A decoding step of a few rows is many operations of a few microseconds
+    each; split over OpenMP threads, each waits for the slowest thread to
+    wake, and on a CPU shared with other work that wait dominates (the
+    figures are in benchmarks/README.md, "Decoding on PyTorch"). The
+    thread count is PyTorch's for the whole process, so it is restored on
+    leaving; a larger batch keeps it.
+    """
+    if not active:
+        yield
+        return
+    import torch  # The PyTorch backend only.
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def run_sampler(sampler, next_logits, buffer, cache, index, kept, stop_ids, model):
@@ -166,15 +225,24 @@ def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_id
     Here the step index is a Python int, the chosen token is written into
     the buffer in place, and whether every row has ended is read only
     every `EAGER_STEPS_PER_CHECK` steps: the steps run after the last row
-    ended change nothing that `zero_after_end` keeps.
+    ended change nothing that `zero_after_end` keeps. The loop's own
+    operations are PyTorch's, without `keras.ops`' per-call conversions,
+    and the greedy choice is `torch.argmax` (the first largest logit, as
+    `first_argmax`).
     """
-    buffer = ops.copy(buffer)
+    import torch  # The PyTorch backend only.
+
+    buffer = buffer.clone()
     length = buffer.shape[1]
     for position in range(index, length):
         logits, _, cache = next_logits(buffer, cache, position)
-        token = sampler.get_next_token(sampler.compute_probabilities(logits))
-        token = ops.cast(token, buffer.dtype)
-        buffer[:, position] = ops.where(kept[:, position], buffer[:, position], token)
+        if isinstance(sampler, _greedy_sampler_class()):
+            # The greedy choice, without `keras.ops`' per-call Python.
+            token = torch.argmax(logits, dim=-1)
+        else:
+            token = sampler.get_next_token(sampler.compute_probabilities(logits))
+        token = token.to(buffer.dtype)
+        buffer[:, position] = torch.where(kept[:, position], buffer[:, position], token)
         if stop_ids is None or (position - index + 1) % EAGER_STEPS_PER_CHECK:
             continue
         if bool(_all_ended(buffer, kept, stop_ids)):
