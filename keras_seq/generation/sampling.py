@@ -17,6 +17,7 @@ Shape legend:
 
 import contextlib
 import functools
+import threading
 
 import keras
 import numpy as np
@@ -183,9 +184,12 @@ def one_thread(active=True):
     wake, and on a CPU shared with other work that wait dominates (the
     figures are in benchmarks/README.md, "Decoding on PyTorch"). The
     thread count is PyTorch's for the whole process, so it is restored on
-    leaving; a larger batch keeps it.
+    leaving; a larger batch keeps it. Only calls from the main Python
+    thread change it: a count set to 1 from another thread holds for the
+    main thread too, while setting it back from there does not, so
+    overlapping calls from several threads could not restore it.
     """
-    if not active:
+    if not active or threading.current_thread() is not threading.main_thread():
         yield
         return
     import torch  # The PyTorch backend only.

@@ -300,6 +300,33 @@ def test_small_batches_decode_on_one_thread_and_restore_the_count():
 
 
 @torch_only
+def test_calls_from_other_python_threads_keep_the_thread_count():
+    # A count set from another Python thread holds for the main thread too,
+    # but one set back from there does not: such calls leave it alone.
+    import threading
+
+    import torch  # The PyTorch backend only.
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen = []
+
+    def decode():
+        with sampling.one_thread():
+            seen.append(torch.get_num_threads())
+
+    try:
+        worker = threading.Thread(target=decode)
+        worker.start()
+        worker.join(10)
+        decode()
+        seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2, 1, 2]
+
+
+@torch_only
 def test_built_path_is_reused_until_a_weight_changes():
     model = _translator()
     layers = (model.target_embedding, model.decoder_blocks, model.decoder_norm)
