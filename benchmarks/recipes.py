@@ -105,7 +105,7 @@ def _pairs_table(rows):
         walls = ", ".join(
             str(pair[r]["wall_minutes"]) for r in ("default", "low-resource")
         )
-        lines.append(f"| {key[0]} | {key[1]:,} | {key[2]} | {key[3]} | "
+        lines.append(f"| {key[0]} | {int(key[1]):,} | {key[2]} | {key[3]} | "
                      f"{cells[0]} | {cells[1]} | {walls} |")  # fmt: skip
         gap = float(pair["default"]["bleu"]) - float(pair["low-resource"]["bleu"])
         wins["default" if gap > 0 else "low-resource" if gap < 0 else "tied"] += 1
