@@ -4,6 +4,11 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# XLA's LLVM optimisation passes cost most of each compilation (a quarter
+# of the processor time of the JAX stage) and buy nothing on tiny test
+# models: the same XLA programs, compiled with less LLVM optimisation.
+# Fresh processes the tests start inherit it.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

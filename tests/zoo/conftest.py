@@ -1,7 +1,10 @@
 """Tiny trained runs shared by the command-line tests, each made once.
 
-Training in a fresh process is the slow part of these tests; a directory
-made once per session serves every test that only reads it.
+Training is the slow part of these tests; a directory made once per
+session serves every test that only reads it. The runs train in this
+process (`run_cli(..., in_process=True)`): what a fresh process adds, the
+entry point and its start-up, is tested in tests/zoo/cli/test_main.py, and
+the two `train` commands started together stay fresh processes.
 """
 
 import subprocess
@@ -98,7 +101,7 @@ def translator_run(tmp_path_factory):
     result = run_cli(
         "train", "translator", "--data", data.name, "--preset", "tiny",
         "--epochs", "2", "--average-epochs", "2", "--output-dir", out,
-        "--recipe", "low-resource", cwd=root,
+        "--recipe", "low-resource", cwd=root, in_process=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     return out, data, result
@@ -128,6 +131,7 @@ def tiny_runs(tmp_path_factory):
                 "train", family, "--data", data, "--preset", "tiny", "--epochs",
                 "1", "--output-dir", out,
                 *(["--lowercase"] if family == "rnn-translator" else []),
+                in_process=True,
             )  # fmt: skip
             assert result.returncode == 0, result.stderr[-2000:]
             made[family] = out, result

@@ -213,22 +213,28 @@ def _reference_scores_float(build, source, ids):
 
 
 def _greedy_reference(model, source, length):
-    """Greedy ids by rerunning the whole model on each longer prefix."""
+    """Greedy ids by rerunning the whole model on each longer prefix.
+
+    Each pass reads ids of the full `length` (the ids not yet chosen are 1,
+    an ordinary token): the decoder is causal, so position t's logits see
+    ids up to t only, and one input shape lets eager backends reuse the
+    ops they compiled for the first pass.
+    """
     batch = source.shape[0]
-    ids = np.zeros((batch, 0), "int32")
-    for _ in range(length):
+    ids = np.ones((batch, length), "int32")
+    for t in range(length):
         if isinstance(model, zoo.Translator):
             given = np.full((batch, 1), START_ID, "int32")
             logits = model(
                 {
                     "encoder_token_ids": source,
-                    "decoder_token_ids": np.concatenate([given, ids], axis=1),
+                    "decoder_token_ids": np.concatenate([given, ids[:, :-1]], 1),
                 }
-            )
+            )[:, t]
         else:
-            logits = model(np.concatenate([source, ids], axis=1))
-        following = _blanked(model, logits)[:, -1].argmax(axis=-1).astype("int32")
-        ids = np.concatenate([ids, following[:, None]], axis=1)
+            logits = model(np.concatenate([source, ids[:, :-1]], axis=1))
+            logits = logits[:, source.shape[1] - 1 + t]
+        ids[:, t] = _blanked(model, logits).argmax(axis=-1)
     return ids
 
 

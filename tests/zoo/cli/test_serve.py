@@ -8,9 +8,9 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import keras
+import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -93,12 +93,30 @@ def test_status_says_when_loaded_and_warm(base):
     assert server.state == "END"
 
 
+# `keras-seq serve` in a fresh process that says on stdout when the server
+# has taken a request in (counted in flight), so that the test sends SIGTERM
+# once all are in, not after a guessed sleep.
+_SERVE_SAYING_WHEN_A_REQUEST_BEGINS = """
+import sys
+from zoo.serving import server
+begin = server.ModelServer.begin
+def begin_and_say(self):
+    begin(self)
+    print("request begun", flush=True)
+server.ModelServer.begin = begin_and_say
+from zoo.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigterm_answers_the_requests_in_flight(base):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
-    # Requests wait 3 s in the batcher: SIGTERM comes while they do.
+    # Requests wait up to 3 s in the batcher for others to join them;
+    # SIGTERM comes once all four are in (answered or waiting).
     process = subprocess.Popen(
-        [sys.executable, "-m", "zoo.cli", "serve", "--saved-model", str(base),
-         "--port", "0", "--batch-timeout-micros", "3000000"],
+        [sys.executable, "-c", _SERVE_SAYING_WHEN_A_REQUEST_BEGINS, "serve",
+         "--saved-model", str(base), "--port", "0",
+         "--batch-timeout-micros", "3000000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
@@ -111,12 +129,13 @@ def test_sigterm_answers_the_requests_in_flight(base):
 
         def send():
             path = "/v1/models/sentiment:predict"
-            results.append(call(url, "POST", path, {"instances": TEXTS}))
+            results.append(call(url, "POST", path, {"instances": TEXTS}, timeout=120))
 
         threads = [threading.Thread(target=send) for _ in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(1.0)
+        for _ in threads:
+            assert process.stdout.readline() == "request begun\n"
         process.send_signal(signal.SIGTERM)
         for thread in threads:
             thread.join()
@@ -124,9 +143,19 @@ def test_sigterm_answers_the_requests_in_flight(base):
     finally:
         process.kill()
     assert [status for status, _ in results] == [200] * 4
-    assert results[0][1] == results[3][1]
-    labels = [p["label"] for p in results[0][1]["predictions"]]
+    # The four requests may be answered in differently composed batches:
+    # the same labels, probabilities equal to float32 rounding.
+    first, *others = [body["predictions"] for _, body in results]
+    labels = [p["label"] for p in first]
     assert len(labels) == 2 and set(labels) <= {"negative", "positive"}
+    for predictions in others:
+        assert [p["label"] for p in predictions] == labels
+        np.testing.assert_allclose(
+            [p["probabilities"] for p in predictions],
+            [p["probabilities"] for p in first],
+            rtol=1e-5,
+            atol=1e-7,
+        )
     assert "stopping" in process.stdout.read()
 
 

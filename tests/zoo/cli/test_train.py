@@ -3,13 +3,12 @@
 import argparse
 import json
 import re
-import subprocess
 import zipfile
 
 import pytest
 
 import zoo
-from tests.zoo.conftest import ENGLISH, cli_command, cli_env, run_cli, write_pairs
+from tests.zoo.conftest import ENGLISH, run_cli, write_pairs
 from zoo.cli import train
 from zoo.cli.errors import UsageError
 
@@ -51,13 +50,10 @@ TINY_WIDTH = [
 def test_a_tied_preset_learns_one_vocabulary(tmp_path, preset):
     data = write_pairs(tmp_path / "pairs.tsv")
     out = tmp_path / preset
-    result = subprocess.run(
-        cli_command(
-            "train", "translator", "--data", data, "--preset", preset,
-            "--epochs", "1", "--beam-width", "1", *TINY_WIDTH,
-            "--set", "max_length=24", "--output-dir", out,
-        ),
-        capture_output=True, text=True, timeout=600, env=cli_env(),
+    result = run_cli(
+        "train", "translator", "--data", data, "--preset", preset,
+        "--epochs", "1", "--beam-width", "1", *TINY_WIDTH,
+        "--set", "max_length=24", "--output-dir", out, in_process=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     source = (out / "source_vocabulary.txt").read_text()

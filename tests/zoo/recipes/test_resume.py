@@ -85,7 +85,7 @@ def _history(output_dir):
 
 def test_killed_run_resumes_to_identical_weights(tmp_path):
     data = tmp_path / "pairs.tsv"
-    _write_pairs(data)
+    _write_pairs(data, count=1500)
     _run(_command(data, tmp_path / "straight"))
 
     resumed = tmp_path / "resumed"
