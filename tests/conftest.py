@@ -4,11 +4,14 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-# XLA's LLVM optimisation passes cost most of each compilation (a quarter
-# of the processor time of the JAX stage) and buy nothing on tiny test
-# models: the same XLA programs, compiled with less LLVM optimisation.
-# Fresh processes the tests start inherit it.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+# On JAX, XLA's LLVM optimisation passes cost a quarter of the stage's
+# processor time, compiling every tiny test program afresh, and buy nothing
+# at these sizes: the same XLA programs, compiled with less LLVM
+# optimisation (fresh processes the tests start inherit it). TensorFlow's
+# stage runs its compiled loops and training steps far more, and is slower
+# without them.
+if os.environ["KERAS_BACKEND"] == "jax":
+    os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

@@ -2,13 +2,6 @@
 start first, so that neither worker is left alone with a long one at the
 end (xdist hands files out in this order with `--no-loadscope-reorder`)."""
 
-import os
-
-# As in tests/conftest.py: XLA's LLVM passes cost most of a compilation and
-# buy nothing on quick mode's small models; each notebook's kernel, started
-# by this process, inherits it.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
-
 SLOWEST_FIRST = (
     "10_train_generate_export.ipynb",
     "11_encoder_and_decoder_uses.ipynb",

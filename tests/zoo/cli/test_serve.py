@@ -94,16 +94,18 @@ def test_status_says_when_loaded_and_warm(base):
 
 
 # `keras-seq serve` in a fresh process that says on stdout when the server
-# has taken a request in (counted in flight), so that the test sends SIGTERM
-# once all are in, not after a guessed sleep.
-_SERVE_SAYING_WHEN_A_REQUEST_BEGINS = """
+# has admitted a request (found the model AVAILABLE; from then on stop()
+# waits for its answer), so that the test sends SIGTERM once all are in,
+# not after a guessed sleep.
+_SERVE_SAYING_WHEN_A_REQUEST_IS_ADMITTED = """
 import sys
 from zoo.serving import server
-begin = server.ModelServer.begin
-def begin_and_say(self):
-    begin(self)
-    print("request begun", flush=True)
-server.ModelServer.begin = begin_and_say
+servable = server.ModelServer._servable
+def servable_and_say(self, name, version):
+    found = servable(self, name, version)
+    print("request admitted", flush=True)
+    return found
+server.ModelServer._servable = servable_and_say
 from zoo.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -114,7 +116,7 @@ def test_sigterm_answers_the_requests_in_flight(base):
     # Requests wait up to 3 s in the batcher for others to join them;
     # SIGTERM comes once all four are in (answered or waiting).
     process = subprocess.Popen(
-        [sys.executable, "-c", _SERVE_SAYING_WHEN_A_REQUEST_BEGINS, "serve",
+        [sys.executable, "-c", _SERVE_SAYING_WHEN_A_REQUEST_IS_ADMITTED, "serve",
          "--saved-model", str(base), "--port", "0",
          "--batch-timeout-micros", "3000000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -135,7 +137,7 @@ def test_sigterm_answers_the_requests_in_flight(base):
         for thread in threads:
             thread.start()
         for _ in threads:
-            assert process.stdout.readline() == "request begun\n"
+            assert process.stdout.readline() == "request admitted\n"
         process.send_signal(signal.SIGTERM)
         for thread in threads:
             thread.join()
