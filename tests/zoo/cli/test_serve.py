@@ -98,12 +98,14 @@ def test_status_says_when_loaded_and_warm(base):
 # waits for its answer), so that the test sends SIGTERM once all are in,
 # not after a guessed sleep.
 _SERVE_SAYING_WHEN_A_REQUEST_IS_ADMITTED = """
-import sys
+import sys, threading
 from zoo.serving import server
-servable = server.ModelServer._servable
+servable, lock = server.ModelServer._servable, threading.Lock()
 def servable_and_say(self, name, version):
     found = servable(self, name, version)
-    print("request admitted", flush=True)
+    with lock:  # One whole line at a time from the handler threads.
+        sys.stdout.write("request admitted\\n")
+        sys.stdout.flush()
     return found
 server.ModelServer._servable = servable_and_say
 from zoo.cli.main import main
