@@ -74,7 +74,7 @@ def show(trained, corpus, output_dir, chosen):
     plot_attention(trained, corpus, directory.attention_path)
     # The run's own record (`run.json`, written once by `RunDir.save`), so
     # that both files give the same epochs after a resumed run.
-    run = directory.read_run()
+    run = directory.read_run((RECIPE.name,))
     metrics = {
         **{k: run[k] for k in run if k not in ("family", "vocabulary_sha256")},
         "vocabulary_minutes": trained.vocabulary_minutes,

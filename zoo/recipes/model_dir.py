@@ -76,7 +76,7 @@ def load_model_dir(model_dir):
     """
     directory = run_dir.RunDir(model_dir)
     directory.check_files()
-    run = directory.read_run()
+    run = directory.read_run(FAMILIES)
     family = run["family"]
     model_path = os.path.join(model_dir, run_dir.MODEL_FILE)
     model = directory.load_model()

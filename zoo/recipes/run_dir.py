@@ -74,7 +74,6 @@ from keras_seq.text.translation_preprocessor import (
     SOURCE_VOCABULARY_FILE,
     TARGET_VOCABULARY_FILE,
 )
-from zoo.recipes.families import FAMILIES
 from zoo.recipes.inputs import UsageError, reported_as_usage
 
 MODEL_FILE = "model.keras"
@@ -485,12 +484,13 @@ class RunDir:
                     "written by `keras-seq train` or `keras-seq demo`."
                 )
 
-    def read_run(self, families=None):
+    def read_run(self, families):
         """The contents of `run.json`.
 
         Args:
-            families: the family names a `run.json` may hold (None: those
-                of `zoo.recipes.families`).
+            families: the family names a `run.json` may hold (the
+                table's keys; passed in, since the table is above this
+                module).
 
         Raises:
             ValueError: when it is not a JSON object naming one of
@@ -507,7 +507,6 @@ class RunDir:
                 f"{run_path} must hold a JSON object with a `family`; received "
                 f"a {type(run).__name__}."
             )
-        families = FAMILIES if families is None else families
         if run.get("family") not in families:
             raise ValueError(
                 f"{run_path}: `family` must be one of {tuple(families)}; "

@@ -28,7 +28,7 @@ from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from zoo import build_classifier, build_language_model, build_masked_language_model
 from zoo import presets as zoo_presets
-from zoo.recipes import run_dir, runtime, workflow
+from zoo.recipes import run_dir, runtime, said
 from zoo.recipes.inputs import UsageError, check_text_list
 from zoo.recipes.settings import (
     ClassifierSettings,
@@ -58,7 +58,7 @@ def _start(texts, output_dir, seed, vocabulary_size, verbose):
         )
     (vocabulary,) = kept or (text.train_wordpiece_vocabulary(texts, vocabulary_size),)
     if verbose:
-        workflow.announce_vocabularies(
+        said.announce_vocabularies(
             {"text": vocabulary}, vocabulary_size, kept=bool(kept)
         )
     return vocabulary, text.make_tokenizer(vocabulary)
@@ -237,7 +237,7 @@ def train_classifier(
             num_classes=num_classes, **settings.overrides,
         )  # fmt: skip
     if verbose:
-        workflow.announce_model(
+        said.announce_model(
             model, settings.preset, zoo_presets.CLASSIFIER_PRESETS, settings.overrides
         )
     max_length = min(settings.max_length, model.get_config()["max_length"])
@@ -397,7 +397,7 @@ def train_language_model(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     if verbose:
-        workflow.announce_model(model, settings.preset, presets, settings.overrides)
+        said.announce_model(model, settings.preset, presets, settings.overrides)
     # A model without a length limit of its own (a recurrent one) takes
     # the recipe's `max_length` for its texts.
     max_length = model.get_config().get("max_length") or settings.max_length
@@ -534,7 +534,7 @@ def train_masked_language_model(
             settings.preset, vocabulary_size=len(vocabulary), **settings.overrides
         )
     if verbose:
-        workflow.announce_model(
+        said.announce_model(
             model, settings.preset, zoo_presets.ENCODER_PRESETS, settings.overrides
         )
     max_length = model.get_config()["max_length"]

@@ -28,7 +28,7 @@ from keras_seq.losses import MaskedSparseCategoricalCrossentropy
 from keras_seq.metrics import MaskedAccuracy
 from keras_seq.schedules import InverseSquareRootWarmup
 from keras_seq.validation import check_positive_int
-from zoo.recipes import plots, run_dir, runtime, workflow
+from zoo.recipes import plots, run_dir, runtime, said
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import TranslatorSettings
 
@@ -335,7 +335,7 @@ def train_translator(
         lowercase=settings.lowercase,
     )  # fmt: skip
     if verbose:
-        workflow.announce_vocabularies(
+        said.announce_vocabularies(
             dict(zip(("source", "target"), vocabularies)),
             settings.vocabulary_size,
             kept=bool(kept),
@@ -362,7 +362,7 @@ def train_translator(
             ema_momentum=settings.ema_momentum,
         )
     if verbose:
-        workflow.announce_model(model, settings.preset, presets, settings.overrides)
+        said.announce_model(model, settings.preset, presets, settings.overrides)
     # The RNN translator has no `max_length`; its batches are cut to the
     # last bucket, `max_length`.
     preprocessor = text.TranslationPreprocessor(
