@@ -28,8 +28,7 @@ def _imported(name, path, init, modules):
     """The project modules that `name` imports anywhere in its source.
 
     `from a import b` names module `a.b` where that is a module, else `a`;
-    a package's `__init__` is not counted as imported by its own
-    submodules' relative imports of siblings."""
+    relative imports are resolved against the module's package."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if init else name.rpartition(".")[0]
     names = set()
