@@ -20,7 +20,7 @@ import sys
 
 def cli_command(*args):
     """`keras-seq ARGS` as a fresh process runs it."""
-    return [sys.executable, "-m", "keras_seq_cli", *map(str, args)]
+    return [sys.executable, "-m", "zoo.cli", *map(str, args)]
 
 
 def cli_env(backend="tensorflow"):

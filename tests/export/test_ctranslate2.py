@@ -269,11 +269,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _reported_modules(command):
-    """A script running `keras_seq_cli.main(command)`, then printing which of
+    """A script running `zoo.cli.main.main(command)`, then printing which of
     TensorFlow, Keras and keras-hub the process loaded."""
     return (
-        "import sys, keras_seq_cli\n"
-        f"status = keras_seq_cli.main({command!r})\n"
+        "import sys\nfrom zoo.cli.main import main\n"
+        f"status = main({command!r})\n"
         "heavy = ('tensorflow', 'keras', 'keras_hub')\n"
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "print('loaded:', loaded, file=sys.stderr)\n"

@@ -142,7 +142,7 @@ def test_a_mistake_is_one_line_and_nothing_is_written(paths, problem, arguments,
 
 def test_translate_keeps_blank_lines_warns_on_truncation_and_names_bad_utf8(paths):
     long = " ".join(["w1"] * 40)  # 40 tokens, past the tiny max_length of 32
-    command = [sys.executable, "-m", "keras_seq_cli", "translate", "--model-dir",
+    command = [sys.executable, "-m", "zoo.cli", "translate", "--model-dir",
                str(paths["model"]), "--beam-width", "1"]  # fmt: skip
     env = dict(os.environ, KERAS_BACKEND="tensorflow")
     result = subprocess.run(
@@ -180,7 +180,7 @@ def test_version_presets_and_help_with_defaults():
     import keras_seq
 
     result = subprocess.run(
-        [sys.executable, "-m", "keras_seq_cli", "presets", "translator"],
+        [sys.executable, "-m", "zoo.cli", "presets", "translator"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -190,7 +190,7 @@ def test_version_presets_and_help_with_defaults():
         result.stdout
     )
     helped = subprocess.run(
-        [sys.executable, "-m", "keras_seq_cli", "train", "--help"],
+        [sys.executable, "-m", "zoo.cli", "train", "--help"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -200,7 +200,7 @@ def test_version_presets_and_help_with_defaults():
     assert "the most epochs (default: 10)" in flat
     assert "--overwrite" in flat and "(default: 4)" in flat
     version = subprocess.run(
-        [sys.executable, "-m", "keras_seq_cli", "--version"],
+        [sys.executable, "-m", "zoo.cli", "--version"],
         capture_output=True,
         text=True,
         timeout=240,

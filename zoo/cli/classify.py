@@ -5,6 +5,13 @@ from zoo.cli.loading import load_model_dir
 from zoo.recipes.families import supporting
 
 
+def needs_tensorflow(args):
+    """Whether `classify` with `args` loads TensorFlow:
+    it loads a Keras model and its TensorFlow text pipeline."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `classify` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

@@ -14,6 +14,12 @@ from zoo.recipes import settings
 from zoo.recipes.families import DEMO
 
 
+def needs_tensorflow(args):
+    """Whether `demo` with `args` loads TensorFlow: it trains."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `demo` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

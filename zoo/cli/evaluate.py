@@ -8,6 +8,13 @@ from zoo.cli.loading import load_model_dir
 from zoo.recipes.families import FAMILIES, supporting
 
 
+def needs_tensorflow(args):
+    """Whether `evaluate` with `args` loads TensorFlow:
+    it loads a Keras model and its TensorFlow text pipeline."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `evaluate` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

@@ -6,6 +6,13 @@ from zoo.cli.loading import load_model_dir
 from zoo.recipes.families import supporting
 
 
+def needs_tensorflow(args):
+    """Whether `export` with `args` loads TensorFlow:
+    it loads a Keras model and writes a SavedModel or reads one."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `export` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

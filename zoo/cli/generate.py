@@ -7,6 +7,13 @@ from zoo.recipes.families import supporting
 from zoo.recipes.settings import GenerateSettings
 
 
+def needs_tensorflow(args):
+    """Whether `generate` with `args` loads TensorFlow:
+    it loads a Keras model and its TensorFlow text pipeline."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `generate` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

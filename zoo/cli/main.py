@@ -6,6 +6,12 @@ argument) are `UsageError`s, printed as one line on stderr with exit status
 1, and so is a malformed command line (an unknown flag or command, a value
 of the wrong type), which argparse alone would answer with its usage block
 and status 2; anything else is a bug and shows its traceback.
+
+Each command module also says whether a parsed command needs TensorFlow
+(`needs_tensorflow(args)`): parsing imports none, so `--help` and
+`--version` answer at once, and a command that needs it loads it before it
+runs with TensorFlow's start-up lines held back (`zoo.cli.startup`). The
+console script `keras-seq` and `python -m zoo.cli` are both `main`.
 """
 
 import argparse
@@ -25,6 +31,7 @@ from zoo.cli import (
     translate,
 )
 from zoo.cli.errors import UsageError
+from zoo.cli.startup import load_tensorflow
 from zoo.recipes.allocator import tune_allocator
 
 
@@ -56,6 +63,12 @@ COMMANDS = (
     presets,
     serve,
 )
+
+
+def command_module(name):
+    """The module of `COMMANDS` that runs `keras-seq NAME`."""
+    (module,) = [m for m in COMMANDS if m.__name__.rsplit(".", 1)[-1] == name]
+    return module
 
 
 def _version():
@@ -94,9 +107,10 @@ def main(argv=None):
 
     Returns:
         The exit status: 0, or 1 after a `UsageError` (a malformed command
-        line too).
+        line too) or once the reader of stdout has closed it.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, unknown = build_parser().parse_known_args(argv)
         if unknown:
@@ -104,12 +118,22 @@ def main(argv=None):
                 f"unrecognized arguments: {' '.join(unknown)}; see keras-seq "
                 f"{args.command} --help"
             )
+        if command_module(args.command).needs_tensorflow(args):
+            load_tensorflow()
         tune_allocator()  # Every command reuses its large buffers.
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()
+        return status
     except UsageError as error:
         # The message names the argument or file and the fix; a traceback
         # would only hide it.
         print(f"keras-seq: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader of the output has gone (`keras-seq presets | head -3`):
+        # nothing is lost that it asked for. Python's own last flush of
+        # stdout would print a traceback, so stdout becomes /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 

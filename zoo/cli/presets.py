@@ -3,6 +3,12 @@
 from zoo.recipes.families import FAMILIES
 
 
+def needs_tensorflow(args):
+    """Whether `presets` with `args` loads TensorFlow: the presets are plain data."""
+    del args
+    return False
+
+
 def add_parser(commands):
     """Adds `presets` to the `keras-seq` subparsers."""
     parser = commands.add_parser(

@@ -7,6 +7,12 @@ from zoo.cli.errors import UsageError
 from zoo.serving import flags as server_flags
 
 
+def needs_tensorflow(args):
+    """Whether `serve` with `args` loads TensorFlow:
+    a CTranslate2 export is served without it."""
+    return not args.ctranslate2
+
+
 def add_parser(commands):
     """Adds `serve` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

@@ -25,6 +25,12 @@ VARIANTS_HELP = (
 )
 
 
+def needs_tensorflow(args):
+    """Whether `train` with `args` loads TensorFlow: it trains on tf.data pipelines."""
+    del args
+    return True
+
+
 def add_parser(commands):
     """Adds `train` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser("train", help="train a model family on a corpus")

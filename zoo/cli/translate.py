@@ -9,6 +9,12 @@ from zoo.recipes.settings import TranslatorSettings
 from zoo.serving import ctranslate2_model
 
 
+def needs_tensorflow(args):
+    """Whether `translate` with `args` loads TensorFlow:
+    a CTranslate2 export is read without it."""
+    return not args.ctranslate2
+
+
 def add_parser(commands):
     """Adds `translate` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(

@@ -1,12 +1,13 @@
 """`zoo.cli.main`: the parser built from the command modules, and errors."""
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 from tests.zoo.conftest import run_cli
-from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, main
+from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, command_module, main
 
 
 def test_every_command_module_is_a_subcommand():
@@ -138,3 +139,61 @@ def test_every_flag_with_a_setting_defaults_to_none_and_shows_the_setting():
     assert "train --epochs" in checked and "serve --port" in checked
     assert "train --strategy" in checked and "generate --top-k" in checked
     assert len(checked) >= 25, checked
+
+
+def _parsed(*argv):
+    return build_parser().parse_args(list(argv))
+
+
+def test_each_command_says_whether_it_needs_tensorflow():
+    """The command modules, not a table in the entry point, say which parsed
+    commands load TensorFlow: only presets and the CTranslate2 paths don't."""
+    for module in COMMANDS:
+        assert callable(module.needs_tensorflow), module.__name__
+    light = [
+        _parsed("presets"),
+        _parsed("translate", "--ctranslate2", "d", "Hallo"),
+        _parsed("serve", "--ctranslate2", "d"),
+    ]
+    heavy = [
+        _parsed("translate", "--model-dir", "m", "Hallo"),
+        _parsed("translate", "--saved-model", "s", "Hallo"),
+        _parsed("serve", "--saved-model", "s"),
+        _parsed("train", "translator"),
+        _parsed("evaluate", "--model-dir", "m"),
+        _parsed("export", "--model-dir", "m", "--export-dir", "e"),
+    ]
+    assert [command_module(a.command).needs_tensorflow(a) for a in light] == [
+        False
+    ] * len(light)
+    assert all(command_module(a.command).needs_tensorflow(a) for a in heavy)
+
+
+def test_the_console_script_and_python_m_zoo_cli_behave_alike():
+    script = os.path.join(os.path.dirname(sys.executable), "keras-seq")
+    assert os.path.exists(script), "the package is installed with its script"
+    for argv in (["--version"], ["presets", "translator"], ["translate"]):
+        results = [
+            subprocess.run([*entry, *argv], capture_output=True, text=True)
+            for entry in ([script], [sys.executable, "-m", "zoo.cli"])
+        ]
+        installed, module = [(r.returncode, r.stdout, r.stderr) for r in results]
+        assert installed == module, argv
+    assert installed[0] == 1 and installed[2].startswith("keras-seq: give exactly")
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`keras-seq presets | head -1`: the reader closes the pipe; the command
+    ends with status 1 and nothing on stderr, not a BrokenPipeError."""
+    read, write = os.pipe()
+    os.close(read)  # Every write the command makes meets a closed pipe.
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "zoo.cli", "presets"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")

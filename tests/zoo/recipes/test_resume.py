@@ -39,7 +39,7 @@ def _write_pairs(path, count=3000, seed=0):
 
 def _command(data, output_dir):
     return [
-        sys.executable, "-m", "keras_seq_cli", "train", "translator",
+        sys.executable, "-m", "zoo.cli", "train", "translator",
         "--data", str(data), "--preset", "tiny", "--epochs", str(EPOCHS),
         "--seed", "0", "--vocabulary-size", "300", "--deterministic",
         # The mean of the last 3 epochs: epoch 2's copy must survive the kill.
