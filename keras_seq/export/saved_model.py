@@ -201,6 +201,49 @@ def _track(archive, *resources):
         archive.track(resource)
 
 
+# What a reader of the directory learns before loading it: the graph's text
+# ops are TensorFlow Text's, which TensorFlow registers only on `import
+# tensorflow_text`; without it the load fails with an op name and no hint.
+README = """A keras-seq {what}, exported as a SavedModel: strings in, strings out.
+
+Signatures: {signatures}.
+
+Its text pipeline runs TensorFlow Text's ops (FastWordpieceTokenizeWithOffsets,
+RegexSplitWithOffsets), which TensorFlow knows only once tensorflow_text is
+imported; without it, loading fails with "Op type not registered
+'RegexSplitWithOffsets'". Load it with the tensorflow-text release of the
+TensorFlow that exported it (TensorFlow {tensorflow}):
+
+    import tensorflow as tf
+    import tensorflow_text  # registers the text ops the graph names
+    served = tf.saved_model.load("{version}")
+    served.signatures["serving_default"]({argument}=tf.constant(["..."]))
+
+Stock TensorFlow Serving loads it only if its build links TensorFlow Text's
+ops (an image of the same minor version; otherwise a custom-ops build);
+`keras-seq serve --saved-model DIR` loads it as it is.
+"""
+
+
+def _write_out(archive, endpoints, path, what):
+    """Writes the archive with `endpoints` ({name: (function, input spec)})
+    and the README beside `saved_model.pb`; the path."""
+    for name, (function, spec) in endpoints.items():
+        archive.add_endpoint(name, function, spec)
+    archive.write_out(path, verbose=False)
+    (argument,) = [s.name for s in endpoints["serving_default"][1]]
+    readme = README.format(
+        what=what,
+        signatures=", ".join(endpoints),
+        tensorflow=tf.__version__,
+        version=os.path.basename(path),
+        argument=argument,
+    )
+    with open(os.path.join(path, "README.txt"), "w", encoding="utf-8") as file:
+        file.write(readme)
+    return path
+
+
 def _blank(ids):
     """(B, S) ids -> (B,) True where a sentence gave no token at all.
 
@@ -378,14 +421,13 @@ def export_translator(
     logits = _translator_logits(model)
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.source_tokenizer, preprocessor.target_tokenizer)
-    archive.add_endpoint("serving_default", greedy, _string_spec("sentences"))
-    archive.add_endpoint("beam_search", beam, _string_spec("sentences"))
-    archive.add_endpoint("tokenize", tokenize, _string_spec("sentences"))
-    archive.add_endpoint(
-        "logits", logits, _ids_spec("encoder_token_ids", "decoder_token_ids")
-    )
-    archive.write_out(path, verbose=False)
-    return path
+    endpoints = {
+        "serving_default": (greedy, _string_spec("sentences")),
+        "beam_search": (beam, _string_spec("sentences")),
+        "tokenize": (tokenize, _string_spec("sentences")),
+        "logits": (logits, _ids_spec("encoder_token_ids", "decoder_token_ids")),
+    }
+    return _write_out(archive, endpoints, path, "translator")
 
 
 def export_language_model(
@@ -450,11 +492,12 @@ def export_language_model(
 
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.tokenizer)
-    archive.add_endpoint("serving_default", continue_prompts, _string_spec("prompts"))
-    archive.add_endpoint("tokenize", tokenize, _string_spec("prompts"))
-    archive.add_endpoint("logits", _logits(model), _ids_spec("token_ids"))
-    archive.write_out(path, verbose=False)
-    return path
+    endpoints = {
+        "serving_default": (continue_prompts, _string_spec("prompts")),
+        "tokenize": (tokenize, _string_spec("prompts")),
+        "logits": (_logits(model), _ids_spec("token_ids")),
+    }
+    return _write_out(archive, endpoints, path, "language model")
 
 
 def export_classifier(
@@ -536,11 +579,12 @@ def export_classifier(
 
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.tokenizer)
-    archive.add_endpoint("serving_default", classify, _string_spec("texts"))
-    archive.add_endpoint("tokenize", tokenize, _string_spec("texts"))
-    archive.add_endpoint("logits", _logits(model), _ids_spec("token_ids"))
-    archive.write_out(path, verbose=False)
-    return path
+    endpoints = {
+        "serving_default": (classify, _string_spec("texts")),
+        "tokenize": (tokenize, _string_spec("texts")),
+        "logits": (_logits(model), _ids_spec("token_ids")),
+    }
+    return _write_out(archive, endpoints, path, "classifier")
 
 
 def _logits(model):

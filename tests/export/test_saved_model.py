@@ -346,3 +346,40 @@ def _directory_size(path):
         for folder, _, names in os.walk(path)
         for name in names
     )
+
+
+_WITHOUT_TEXT_OPS = r"""
+import sys
+import tensorflow as tf
+try:
+    tf.saved_model.load(sys.argv[1])
+except Exception as error:
+    print(str(error).splitlines()[0])
+else:
+    print("loaded")
+"""
+
+
+def test_the_readme_says_what_loading_needs(exported):
+    """Loading without `import tensorflow_text` fails with an op name; the
+    README beside `saved_model.pb` names that op, the import that registers
+    it and every signature the directory holds."""
+    import tensorflow as tf
+
+    with open(os.path.join(exported, "README.txt"), encoding="utf-8") as file:
+        readme = file.read()
+    served = tf.saved_model.load(exported)
+    listed = readme.split("Signatures: ", 1)[1].split(".\n", 1)[0].split(", ")
+    assert sorted(listed) == sorted(served.signatures)
+    assert "import tensorflow_text" in readme and tf.__version__ in readme
+
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TEXT_OPS, exported],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    error = result.stdout.strip()
+    assert error.startswith("Op type not registered '"), (error, result.stderr)
+    assert error.split("'")[1] in readme
