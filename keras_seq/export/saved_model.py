@@ -208,7 +208,7 @@ README = """A keras-seq {what}, exported as a SavedModel: strings in, strings ou
 
 Signatures: {signatures}.
 
-Its text pipeline runs TensorFlow Text's ops (FastWordpieceTokenizeWithOffsets,
+Its text pipeline runs TensorFlow Text's ops (such as FastWordpieceTokenizeWithOffsets,
 RegexSplitWithOffsets), which TensorFlow knows only once tensorflow_text is
 imported; without it, loading fails with "Op type not registered
 'RegexSplitWithOffsets'". Load it with the tensorflow-text release of the
