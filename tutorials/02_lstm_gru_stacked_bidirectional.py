@@ -523,8 +523,8 @@ LINES, STEPS, EVERY, VALIDATION_BATCHES = (
 )
 corpus = data.load_shakespeare()
 train_lines = corpus.train[:LINES]
-vocabulary = text.train_wordpiece_vocabulary(train_lines, 1000)
-tokenizer = text.make_tokenizer(vocabulary)
+vocabulary = text.train_wordpiece_vocabulary(train_lines, 1000, lowercase=True)
+tokenizer = text.make_tokenizer(vocabulary, lowercase=True)
 
 
 def training_batches():

@@ -227,10 +227,10 @@ print("e.g.", train_pairs[100])
 # on these pairs is well under 4,000 (asserted below).
 vocabulary_size = 1500 if QUICK else 4000
 source_vocabulary, target_vocabulary = recipe.build_vocabularies(
-    train_pairs, vocabulary_size
+    train_pairs, vocabulary_size, lowercase=True
 )
-source_tokenizer = text.make_tokenizer(source_vocabulary)
-target_tokenizer = text.make_tokenizer(target_vocabulary)
+source_tokenizer = text.make_tokenizer(source_vocabulary, lowercase=True)
+target_tokenizer = text.make_tokenizer(target_vocabulary, lowercase=True)
 print(
     f"vocabularies: {len(source_vocabulary)} German, {len(target_vocabulary)} "
     f"English WordPiece tokens ({time.time() - started:.0f} s)"

@@ -85,10 +85,10 @@ print(
     f"pairs; training on {len(train_pairs):,}, testing on {len(test_pairs):,}"
 )
 source_vocabulary, target_vocabulary = recipe.build_vocabularies(
-    train_pairs, VOCABULARY
+    train_pairs, VOCABULARY, lowercase=True
 )
-source_tokenizer = text.make_tokenizer(source_vocabulary)
-target_tokenizer = text.make_tokenizer(target_vocabulary)
+source_tokenizer = text.make_tokenizer(source_vocabulary, lowercase=True)
+target_tokenizer = text.make_tokenizer(target_vocabulary, lowercase=True)
 # Tokenizers, length limit and buckets as one object, which decoding and the
 # export below share.
 preprocessor = text.TranslationPreprocessor(

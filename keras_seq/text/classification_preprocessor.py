@@ -36,7 +36,7 @@ class ClassificationPreprocessor(SingleVocabularyPreprocessor):
     Example:
 
     >>> from keras_seq.text import RESERVED_TOKENS, make_tokenizer
-    >>> vocabulary = list(RESERVED_TOKENS) + ["good", "bad", "!"]
+    >>> vocabulary = list(RESERVED_TOKENS) + ["Good", "bad", "!"]
     >>> preprocessor = ClassificationPreprocessor(make_tokenizer(vocabulary), 4)
     >>> preprocessor.preprocess(tf.constant(["Good!"])).numpy()
     array([[5, 7, 0, 0]], dtype=int32)

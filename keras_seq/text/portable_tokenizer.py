@@ -185,7 +185,7 @@ class PortableTokenizer:
 
     Example:
 
-    >>> vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "hallo", "!"]
+    >>> vocabulary = ["[PAD]", "[UNK]", "[START]", "[END]", "Hallo", "!"]
     >>> skipped = ("[PAD]", "[START]")
     >>> tokenizer = PortableTokenizer(vocabulary, "[UNK]", "[END]", skipped)
     >>> tokenizer.tokenize(["Hallo!"])
@@ -199,7 +199,7 @@ class PortableTokenizer:
         end_token,
         skipped_tokens=(),
         suffix_indicator="##",
-        lowercase=True,
+        lowercase=False,
         strip_accents=False,
         max_length=None,
     ):
@@ -262,6 +262,7 @@ class PortableTokenizer:
             end_token=tokens["end"],
             skipped_tokens=(tokens["padding"], tokens["start"]),
             suffix_indicator=tokens["suffix_indicator"],
+            # Directories written before the setting existed lowercased.
             lowercase=settings.get("lowercase", True),
             strip_accents=settings.get("strip_accents", False),
             max_length=limit,

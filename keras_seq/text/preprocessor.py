@@ -245,6 +245,7 @@ class SingleVocabularyPreprocessor(Preprocessor):
         config = dict(config)
         tokenizer = make_tokenizer(
             config.pop("vocabulary"),
+            # Files written before the setting existed lowercased.
             lowercase=config.pop("lowercase", True),
             strip_accents=config.pop("strip_accents", False),
         )

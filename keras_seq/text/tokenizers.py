@@ -56,13 +56,14 @@ _GLUE = (" " + SUFFIX_INDICATOR, "")
 _RE2_RULES = (_GLUE,) + RE2_RULES
 
 
-def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
+def make_tokenizer(vocabulary, lowercase=False, strip_accents=False):
     """A WordPiece tokenizer over a keras-seq vocabulary.
 
     Args:
         vocabulary: a list of tokens starting with `RESERVED_TOKENS`, or the
             path of a vocabulary file (read with `load_vocabulary`).
-        lowercase: bool; must match how the vocabulary was trained.
+        lowercase: bool; must match how the vocabulary was trained. False
+            (the default everywhere, as `keras-seq train`) keeps case.
         strip_accents: bool; must match how the vocabulary was trained.
 
     Returns:
@@ -72,7 +73,7 @@ def make_tokenizer(vocabulary, lowercase=True, strip_accents=False):
 
     Example:
 
-    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["hi", "!"])
+    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["Hi", "!"])
     >>> tokenizer.tokenize(["Hi!"])
     [[5, 6]]
     """
@@ -142,7 +143,7 @@ def tokenize_graph(tokenizer, sentences):
 
     Example:
 
-    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["hi", "!"])
+    >>> tokenizer = make_tokenizer(list(RESERVED_TOKENS) + ["Hi", "!"])
     >>> tokenize_graph(tokenizer, tf.constant(["Hi!"])).to_list()
     [[5, 6]]
     """

@@ -119,7 +119,7 @@ class TranslationPreprocessor(Preprocessor):
     Example:
 
     >>> from keras_seq.text import RESERVED_TOKENS
-    >>> vocabulary = list(RESERVED_TOKENS) + ["hallo", "hi", "!"]
+    >>> vocabulary = list(RESERVED_TOKENS) + ["Hallo", "hi", "!"]
     >>> preprocessor = TranslationPreprocessor(make_tokenizer(vocabulary), max_length=8)
     >>> preprocessor.generate_preprocess(tf.constant(["Hallo!"])).numpy()
     array([[5, 7, 0, 0, 0, 0, 0, 0]], dtype=int32)
@@ -397,6 +397,7 @@ class TranslationPreprocessor(Preprocessor):
     def from_config(cls, config):
         """The preprocessor of `get_config()` (or of `load`'s files)."""
         config = dict(config)
+        # Files written before the setting existed lowercased.
         options = {
             "lowercase": config.pop("lowercase", True),
             "strip_accents": config.pop("strip_accents", False),

@@ -48,7 +48,7 @@ _COUNT_CHUNK = 8192
 def train_wordpiece_vocabulary(
     texts,
     vocabulary_size,
-    lowercase=True,
+    lowercase=False,
     strip_accents=False,
     *,
     min_frequency=DEFAULT_MIN_FREQUENCY,
@@ -77,7 +77,8 @@ def train_wordpiece_vocabulary(
             included. The result is smaller when the corpus does not hold
             enough subwords that occur `min_frequency` times.
         lowercase: bool, lowercase before counting; must match the
-            tokenizer (`make_tokenizer(..., lowercase=...)`).
+            tokenizer (`make_tokenizer(..., lowercase=...)`). False, the
+            default, keeps case.
         strip_accents: bool, strip accents before counting.
         min_frequency: int, keyword only. Subwords rarer than this are not
             learned (single characters always are).
@@ -113,7 +114,7 @@ def train_wordpiece_vocabulary(
     return _search_vocabulary(word_counts, vocabulary_size, min_frequency)
 
 
-def _count_words(texts, lowercase=True, strip_accents=False):
+def _count_words(texts, lowercase=False, strip_accents=False):
     """Counts the words of `texts` as the WordPiece tokenizer splits them.
 
     Returns:

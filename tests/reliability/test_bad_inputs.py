@@ -88,7 +88,7 @@ def _odd_reserved_tokenizer():
     import keras_hub
 
     tokens = ["[UNK]", "[PAD]"] + VOCABULARY[2:]
-    return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=tokens, lowercase=True)
+    return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=tokens, lowercase=False)
 
 
 def _preprocessor(c, source=None, target=None):

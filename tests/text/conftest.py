@@ -61,16 +61,20 @@ def pairs():
 
 @pytest.fixture(scope="session")
 def english_vocabulary():
+    # The pipelines' golden ids are of a lowercasing vocabulary and tokenizer
+    # (case is kept by default).
     texts = english_sentences() + list(SIMPLE_SENTENCES) * 12
-    return train_wordpiece_vocabulary(texts, 400)
+    return train_wordpiece_vocabulary(texts, 400, lowercase=True)
 
 
 @pytest.fixture(scope="session")
 def source_tokenizer(english_vocabulary):
-    return make_tokenizer(english_vocabulary)
+    return make_tokenizer(english_vocabulary, lowercase=True)
 
 
 @pytest.fixture(scope="session")
 def target_tokenizer():
     german = [to_german(sentence) for sentence in english_sentences()]
-    return make_tokenizer(train_wordpiece_vocabulary(german, 400))
+    return make_tokenizer(
+        train_wordpiece_vocabulary(german, 400, lowercase=True), lowercase=True
+    )

@@ -52,8 +52,8 @@ DECODE_NOTE = (
 
 def _preprocessor(target=None):
     return text.TranslationPreprocessor(
-        text.make_tokenizer(SHARED),
-        target and text.make_tokenizer(target),
+        text.make_tokenizer(SHARED, lowercase=True),
+        target and text.make_tokenizer(target, lowercase=True),
         max_length=MAX_LENGTH,
     )
 
@@ -265,11 +265,13 @@ def test_a_directory_from_before_preprocessor_json_loads(tmp_path, run_dir):
 
 
 def test_a_model_without_max_length_is_cut_to_its_last_bucket():
-    preprocessor = text.TranslationPreprocessor(text.make_tokenizer(SHARED))
+    preprocessor = text.TranslationPreprocessor(
+        text.make_tokenizer(SHARED, lowercase=True)
+    )
     assert preprocessor.max_length is None
     assert preprocessor.bucket_boundaries == text.default_bucket_boundaries(64)
     short = text.TranslationPreprocessor(
-        text.make_tokenizer(SHARED), bucket_boundaries=[8, 16]
+        text.make_tokenizer(SHARED, lowercase=True), bucket_boundaries=[8, 16]
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -281,7 +283,7 @@ def test_a_model_without_max_length_is_cut_to_its_last_bucket():
 
 
 def test_bad_arguments_are_refused():
-    tokenizer = text.make_tokenizer(SHARED)
+    tokenizer = text.make_tokenizer(SHARED, lowercase=True)
     with pytest.raises(TypeError, match="`source_tokenizer` must be a tokenizer"):
         text.TranslationPreprocessor(SHARED)
     with pytest.raises(ValueError, match="`max_length` must be at least 2"):

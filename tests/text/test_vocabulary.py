@@ -27,7 +27,7 @@ def test_reserved_ids_are_fixed():
 
 def test_vocabulary_has_reserved_tokens_characters_and_frequent_words():
     texts = english_sentences()
-    vocabulary = train_wordpiece_vocabulary(texts, 400)
+    vocabulary = train_wordpiece_vocabulary(texts, 400, lowercase=True)
     assert tuple(vocabulary[:5]) == RESERVED_TOKENS
     assert len(vocabulary) == len(set(vocabulary)) <= 400
     # Every word of the corpus occurs at least 10 times, so all are learned
@@ -56,10 +56,11 @@ def test_unreachable_size_gives_everything_above_the_floor():
 
 def test_min_frequency_and_lowercase():
     texts = ["Zebras graze."] * 3 + english_sentences()
-    assert "zebras" not in train_wordpiece_vocabulary(texts, 400)
-    rare = train_wordpiece_vocabulary(texts, 400, min_frequency=3)
+    lowercased = {"lowercase": True}
+    assert "zebras" not in train_wordpiece_vocabulary(texts, 400, **lowercased)
+    rare = train_wordpiece_vocabulary(texts, 400, min_frequency=3, **lowercased)
     assert "zebras" in rare
-    cased = train_wordpiece_vocabulary(texts, 400, lowercase=False)
+    cased = train_wordpiece_vocabulary(texts, 400)  # Case is kept by default.
     assert "The" in cased and "the" in cased
 
 

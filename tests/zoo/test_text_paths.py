@@ -61,7 +61,8 @@ def _notes(caught):
 
 
 def _tokenizer():
-    return text.make_tokenizer(VOCABULARY)
+    # The golden ids are of a lowercasing tokenizer (case is kept by default).
+    return text.make_tokenizer(VOCABULARY, lowercase=True)
 
 
 def _run_dir(directory, family, model, preprocessor, **run):

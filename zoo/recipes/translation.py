@@ -38,7 +38,7 @@ RNN_MAX_LENGTH = defaults.UNBOUNDED_LENGTH
 
 
 def build_vocabularies(
-    pairs, vocabulary_size, output_dir=None, shared=False, lowercase=True
+    pairs, vocabulary_size, output_dir=None, shared=False, lowercase=False
 ):
     """Trains source and target WordPiece vocabularies.
 
