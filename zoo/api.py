@@ -20,6 +20,7 @@ def train(
     minutes=None,
     seed=None,
     vocabulary_size=None,
+    min_frequency=None,
     validation_data=None,
     test_data=None,
     beam_width=None,
@@ -55,6 +56,9 @@ def train(
         seed: int or None, of every random draw.
         vocabulary_size: int or None, the most WordPiece tokens of each
             vocabulary (smaller when the text holds fewer word pieces).
+        min_frequency: int or None, the fewest times a word piece occurs
+            in the training text to be learned (None: the recipe's); on a
+            small text it, not `vocabulary_size`, decides the vocabulary.
         validation_data: list or None, the validation items; given with
             `test_data`, `data` must be a list too.
         test_data: list or None, the test items.
@@ -102,7 +106,7 @@ def train(
     # The command line's check, naming the arguments instead of its flags.
     settings.check_training(
         epochs=epochs, seed=seed, vocabulary_size=vocabulary_size,
-        beam_width=beam_width, minutes=minutes,
+        beam_width=beam_width, minutes=minutes, min_frequency=min_frequency,
     )  # fmt: skip
     if beam_width is not None and not chosen_recipe.translates:
         raise ValueError(
@@ -120,6 +124,7 @@ def train(
     given = {
         "preset": preset, "epochs": epochs, "minutes": minutes, "seed": seed,
         "vocabulary_size": vocabulary_size, "beam_width": beam_width,
+        "min_frequency": min_frequency,
     }  # fmt: skip
     chosen = defaults.replace(
         **{k: v for k, v in given.items() if v is not None}, overrides=overrides

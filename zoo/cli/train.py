@@ -48,6 +48,17 @@ def add_parser(commands):
         ),
     )
     parser.add_argument(
+        "--min-frequency",
+        type=int,
+        default=None,
+        help=_default(
+            "the fewest times a word piece occurs in the training text to be "
+            "learned; on a small text it, not --vocabulary-size, decides the "
+            "vocabulary",
+            settings.TrainingSettings.min_frequency,
+        ),
+    )
+    parser.add_argument(
         "--output-dir", default=None, help="the model directory (runs/FAMILY)"
     )
     parser.add_argument(
@@ -239,6 +250,7 @@ FLAGS = {
     "average_last_epochs": "--average-epochs", "epochs": "--epochs",
     "seed": "--seed", "minutes": "--minutes", "beam_width": "--beam-width",
     "vocabulary_size": "--vocabulary-size", "bleu_every": "--bleu-every",
+    "min_frequency": "--min-frequency",
 }  # fmt: skip
 
 
@@ -261,6 +273,7 @@ def chosen_settings(args, defaults, overrides):
     flags = {
         "preset": "preset", "epochs": "epochs", "minutes": "minutes",
         "seed": "seed", "vocabulary_size": "vocabulary_size",
+        "min_frequency": "min_frequency",
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
         "lowercase": "lowercase",
@@ -336,7 +349,10 @@ def _check(args):
     # the trial build waits for no strategy; the builder checks again later.
     if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
-    check_training(vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every)
+    check_training(
+        vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every,
+        min_frequency=args.min_frequency,
+    )  # fmt: skip
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
         ("--bleu-every", args.bleu_every, (None,)),

@@ -149,6 +149,7 @@ class Recipe:
                 dict(zip(self.vocabularies, vocabularies)),
                 settings.vocabulary_size,
                 kept=bool(kept),
+                min_frequency=settings.min_frequency,
             )
         tokenizers = self.tokenizers(vocabularies, settings)
         vocabulary_minutes = (time.time() - started) / 60
@@ -185,7 +186,12 @@ class Recipe:
         from keras_seq import text
 
         texts = self.training_texts(corpus)
-        return (text.train_wordpiece_vocabulary(texts, settings.vocabulary_size),)
+        return (
+            text.train_wordpiece_vocabulary(
+                texts, settings.vocabulary_size,
+                min_frequency=settings.min_frequency,
+            ),
+        )  # fmt: skip
 
     def training_texts(self, corpus):
         """The texts the one vocabulary learns."""

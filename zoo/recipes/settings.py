@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from keras_seq import defaults
+from keras_seq.text.vocabulary import DEFAULT_MIN_FREQUENCY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +23,9 @@ class TrainingSettings:
         minutes: float or None, a wall-clock budget (`TimeBudget`).
         seed: int, seeds the weights, the shuffling and any masking.
         vocabulary_size: int, the most tokens of each WordPiece vocabulary.
+        min_frequency: int, the fewest times a word piece occurs in the
+            training text to be learned; on a small text it, not
+            `vocabulary_size`, decides the vocabulary (`train` says so).
         overrides: dict of builder arguments over the preset's.
     """
 
@@ -30,6 +34,7 @@ class TrainingSettings:
     minutes: float | None = None
     seed: int = 0
     vocabulary_size: int = 8000
+    min_frequency: int = DEFAULT_MIN_FREQUENCY
     overrides: dict = dataclasses.field(default_factory=dict)
 
     # Settings a resumed run may change: they do not change what it trains.
@@ -318,6 +323,7 @@ TRAINING_BOUNDS = {
     "beam_width": (1, None, None),
     "average_last_epochs": (1, None, None),
     "bleu_every": (1, None, None),
+    "min_frequency": (1, None, None),
 }
 
 

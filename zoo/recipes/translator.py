@@ -96,7 +96,7 @@ class TranslatorRecipe(Recipe):
         # learn the words as the tokenizers will read them.
         return build_vocabularies(
             corpus.train, settings.vocabulary_size, shared=shared,
-            lowercase=settings.lowercase,
+            lowercase=settings.lowercase, min_frequency=settings.min_frequency,
         )  # fmt: skip
 
     def tokenizers(self, vocabularies, settings):
@@ -296,8 +296,9 @@ def _ema(settings):
 
 
 def build_vocabularies(
-    pairs, vocabulary_size, output_dir=None, shared=False, lowercase=True
-):
+    pairs, vocabulary_size, output_dir=None, shared=False, lowercase=True,
+    min_frequency=None,
+):  # fmt: skip
     """Trains source and target WordPiece vocabularies.
 
     German and English share names, numbers and many word pieces, so with
@@ -311,6 +312,8 @@ def build_vocabularies(
         shared: bool, train one vocabulary on both sides.
         lowercase: bool, learn lowercased words; the tokenizers must agree
             (`text.make_tokenizer(..., lowercase=...)`, whose default this is).
+        min_frequency: int or None, the fewest occurrences of a word piece
+            learned (None: `keras_seq.text.train_wordpiece_vocabulary`'s).
 
     Returns:
         A `(source, target)` pair of token lists (the same list twice when
@@ -320,7 +323,10 @@ def build_vocabularies(
     from keras_seq import text
 
     def learn(texts):
-        return text.train_wordpiece_vocabulary(texts, vocabulary_size, lowercase)
+        floor = {} if min_frequency is None else {"min_frequency": min_frequency}
+        return text.train_wordpiece_vocabulary(
+            texts, vocabulary_size, lowercase, **floor
+        )
 
     if shared:
         source = learn([s for s, _ in pairs] + [t for _, t in pairs])

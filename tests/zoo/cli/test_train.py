@@ -275,6 +275,8 @@ def test_a_max_length_below_two_is_refused_before_anything_is_written(family, tm
         ("vocabulary_size", "--vocabulary-size", 5, "{} must be at least 6; "
                                                     "received 5"),
         ("beam_width", "--beam-width", 0, "{} must be at least 1; received 0"),
+        ("min_frequency", "--min-frequency", 0, "{} must be at least 1; "
+                                                "received 0"),
     ],
 )  # fmt: skip
 def test_train_and_zoo_train_refuse_a_bad_setting_in_the_same_words(
