@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import zoo  # noqa: E402
 from keras_seq import text  # noqa: E402
 from keras_seq.generation import sampling  # noqa: E402
-from zoo.recipes import translation as recipe  # noqa: E402
+from zoo.recipes import translator as recipe  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(200)]
 SHAPES = set()

@@ -83,7 +83,7 @@ def _sources(trained, texts):
 
 def _bleu(preprocessor, rows, references):
     from keras_seq.text.vocabulary import END_ID, START_ID
-    from zoo.recipes.translation import corpus_bleu
+    from zoo.recipes.bleu import corpus_bleu
 
     padded = np.zeros((len(rows), max(map(len, rows)) + 2), "int32")
     for i, row in enumerate(rows):

@@ -101,7 +101,7 @@ def _run_worker(backend, precision, directory, args):
 def bleu(run_directory, limit=None):
     """Test BLEU of the run's model, float32 and int8, greedy (TensorFlow)."""
     from zoo.recipes import corpora
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
     from zoo.recipes.model_dir import load_model_dir
 
     trained = load_model_dir(run_directory)

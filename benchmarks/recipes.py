@@ -57,17 +57,15 @@ def _settings(recipe, minutes, seed):
 
 def run_one(task, size, minutes, seed, recipe):
     """One run; its CSV row as a dict."""
-    import zoo
-    from zoo.recipes import translation
+    from zoo.recipes.recipe import Execution
+    from zoo.recipes.translator import RECIPE
 
     corpus = _corpus(task, size, seed)
     began = time.time()
     with tempfile.TemporaryDirectory() as output_dir:
-        result = translation.run_translator(
-            corpus, output_dir, _settings(recipe, minutes, seed),
-            builder=zoo.build_translator, presets=zoo.TRANSLATOR_PRESETS,
-            verbose=0, strategy=None,
-        )  # fmt: skip
+        result = RECIPE.train(
+            corpus, output_dir, _settings(recipe, minutes, seed), Execution(verbose=0)
+        )
     averaging = result.averaging or {}
     return {
         "task": task, "train_pairs": len(corpus.train), "minutes": minutes,

@@ -7,7 +7,7 @@ from keras_seq import defaults
 from keras_seq.export import saved_model
 from keras_seq.generation import DEFAULT_MAX_NEW_TOKENS, GenerativeModel, beam
 from keras_seq.text import translation_preprocessor
-from zoo.recipes import settings, translation
+from zoo.recipes import settings, translator
 from zoo.serving import ctranslate2_model
 
 
@@ -29,7 +29,7 @@ def test_every_signature_reads_the_one_default():
     assert settings.TranslatorSettings.batch_tokens == defaults.BATCH_TOKENS
     unbounded = (
         DEFAULT_MAX_NEW_TOKENS, translation_preprocessor.UNBOUNDED_LENGTH,
-        translation.RNN_MAX_LENGTH,
+        translator.RNN_MAX_LENGTH,
     )  # fmt: skip
     assert unbounded == (defaults.UNBOUNDED_LENGTH,) * 3
 

@@ -42,7 +42,7 @@ import zoo  # noqa: E402
 from keras_seq import data, text  # noqa: E402
 from keras_seq.callbacks import TimeBudget  # noqa: E402
 from keras_seq.layers import MultiHeadAttention, ScoreAttention  # noqa: E402
-from zoo.recipes import translation as recipe  # noqa: E402
+from zoo.recipes import translator as recipe  # noqa: E402
 
 keras.utils.set_random_seed(0)
 print("backend:", keras.backend.backend(), "| quick mode:", QUICK)
@@ -194,7 +194,7 @@ plt.show()
 # `zoo.build_rnn_translator(score=...)`; notebook 03 trains it on a copy
 # task.)
 #
-# The training recipe is the package's (`zoo.recipes.translation`):
+# The training recipe is the package's (`zoo.recipes.translator`):
 # WordPiece vocabularies, length-bucketed `tf.data` batches, teacher forcing,
 # label-smoothed masked cross-entropy and the warm-up schedule. To get a
 # readable matrix out of a few CPU minutes, the model trains on the shorter

@@ -38,7 +38,7 @@ import zoo
 from keras_seq import export, text
 from keras_seq.callbacks import TimeBudget
 from keras_seq.data import load_trans_de_en
-from zoo.recipes import translation as recipe
+from zoo.recipes import translator as recipe
 
 # Quiet TensorFlow's notes on retracing: each decoding setting compiles its
 # own loop, on purpose.
@@ -186,7 +186,7 @@ print(
 # %% [markdown]
 # ## Training with `model.fit`
 #
-# The recipe of `zoo.recipes.translation`: padding-masked cross-entropy
+# The recipe of `zoo.recipes.translator`: padding-masked cross-entropy
 # with label smoothing 0.1, Adam(0.9, 0.98, 1e-9) on the inverse-square-root
 # warm-up schedule, and length-bucketed batches of about 2,048 tokens. A
 # `TimeBudget` callback would stop training early on a machine far slower

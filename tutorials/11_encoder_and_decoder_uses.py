@@ -39,8 +39,10 @@ from keras_seq.data import (
     load_shakespeare,
     load_trans_de_en,
 )
-from zoo.recipes import tasks
-from zoo.recipes.translation import tokenize_to_lists
+from zoo.recipes.classifier import train_classifier
+from zoo.recipes.inference import classify_texts, tokenize_to_lists
+from zoo.recipes.language_model import train_language_model
+from zoo.recipes.masked_language_model import train_masked_language_model
 
 # Keras notes the end of every first pass over a dataset of unknown length.
 warnings.filterwarnings("ignore", message="Your input ran out of data")
@@ -112,7 +114,7 @@ def pad(rows, length=None):
 # causal mask, averages the output vectors of the real tokens (masked mean
 # pooling) and maps that sentence vector $\bar h$ to class probabilities,
 # $\hat p = \mathrm{softmax}(W \bar h + b)$. The recipe
-# `zoo.recipes.tasks.train_classifier` trains it with `model.fit` and
+# `zoo.recipes.classifier.train_classifier` trains it with `model.fit` and
 # keeps the epoch with the best validation accuracy.
 
 # %%
@@ -122,7 +124,7 @@ print(
     f"snippets ({reviews.neutral_dropped} neutral ones left out)"
 )
 started = time.perf_counter()
-sentiment = tasks.train_classifier(
+sentiment = train_classifier(
     reviews, os.path.join(RUNS, "classifier"), seed=SEED, verbose=2, **CLASSIFIER
 )
 classifier, review_tokenizer = sentiment.model, sentiment.tokenizer
@@ -146,7 +148,7 @@ own_sentences = [
     "Not as bad as I feared, but not good either.",
     "I laughed from start to finish.",
 ]
-probabilities = tasks.classify_texts(classifier, sentiment.preprocessor, own_sentences)
+probabilities = classify_texts(classifier, sentiment.preprocessor, own_sentences)
 show_table(
     ["sentence", "P(positive)"],
     [(s, f"{p[1]:.2f}") for s, p in zip(own_sentences, probabilities)],
@@ -174,7 +176,7 @@ mlm_validation = [t for t, _ in reviews.validation] + [
     e for _, e in translations.validation
 ]
 started = time.perf_counter()
-filler = tasks.train_masked_language_model(
+filler = train_masked_language_model(
     (mlm_train, mlm_validation),
     os.path.join(RUNS, "masked_lm"),
     seed=SEED,
@@ -637,7 +639,7 @@ subset = dataclasses.replace(
     test=shakespeare.test[: LM_LINES // 10],
 )
 started = time.perf_counter()
-poet = tasks.train_language_model(
+poet = train_language_model(
     subset,
     os.path.join(RUNS, "language_model"),
     seed=SEED,

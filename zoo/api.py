@@ -20,6 +20,7 @@ def train(
     minutes=None,
     seed=None,
     vocabulary_size=None,
+    min_frequency=None,
     validation_data=None,
     test_data=None,
     beam_width=None,
@@ -55,6 +56,9 @@ def train(
         seed: int or None, of every random draw.
         vocabulary_size: int or None, the most WordPiece tokens of each
             vocabulary (smaller when the text holds fewer word pieces).
+        min_frequency: int or None, the fewest times a word piece occurs
+            in the training text to be learned (None: the recipe's); on a
+            small text it, not `vocabulary_size`, decides the vocabulary.
         validation_data: list or None, the validation items; given with
             `test_data`, `data` must be a list too.
         test_data: list or None, the test items.
@@ -83,8 +87,7 @@ def train(
     'i see you.'
     """
     from keras_seq import validation
-    from keras_seq.text import RESERVED_TOKENS
-    from zoo.recipes import model_dir, workflow
+    from zoo.recipes import model_dir, settings, workflow
     from zoo.recipes.families import FAMILIES
     from zoo.recipes.inputs import UsageError
 
@@ -95,21 +98,16 @@ def train(
             f"`recipe` applies to translators; received {recipe!r} for {family}."
         )
     if recipe is not None:
-        from zoo.recipes import settings
-
         validation.check_choice(recipe, "recipe", tuple(settings.TRANSLATOR_RECIPES))
     defaults = chosen_recipe.default_settings(recipe)
     validation.check_choice(
         preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
     )
-    validation.check_int_in(epochs, "epochs", 1)
-    validation.check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
-    validation.check_int_in(
-        vocabulary_size, "vocabulary_size", len(RESERVED_TOKENS) + 1
-    )
-    validation.check_int_in(beam_width, "beam_width", 1)
-    if minutes is not None:
-        validation.check_finite(minutes, "minutes", above_zero=True)
+    # The command line's check, naming the arguments instead of its flags.
+    settings.check_training(
+        epochs=epochs, seed=seed, vocabulary_size=vocabulary_size,
+        beam_width=beam_width, minutes=minutes, min_frequency=min_frequency,
+    )  # fmt: skip
     if beam_width is not None and not chosen_recipe.translates:
         raise ValueError(
             f"`beam_width` applies to translators; received {beam_width} for {family}."
@@ -126,6 +124,7 @@ def train(
     given = {
         "preset": preset, "epochs": epochs, "minutes": minutes, "seed": seed,
         "vocabulary_size": vocabulary_size, "beam_width": beam_width,
+        "min_frequency": min_frequency,
     }  # fmt: skip
     chosen = defaults.replace(
         **{k: v for k, v in given.items() if v is not None}, overrides=overrides

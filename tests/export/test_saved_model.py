@@ -18,8 +18,7 @@ pytestmark = pytest.mark.skipif(
 import zoo  # noqa: E402
 from keras_seq import export, text  # noqa: E402
 from keras_seq.losses import MaskedSparseCategoricalCrossentropy  # noqa: E402
-from zoo.recipes import tasks  # noqa: E402
-from zoo.recipes import translation as recipe  # noqa: E402
+from zoo.recipes import inference  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(30)]
 VOCABULARY = list(text.RESERVED_TOKENS) + WORDS + [".", "!", "?"]
@@ -106,7 +105,9 @@ def test_fresh_process_translates_like_the_model(translator, exported):
     import tensorflow as tf
 
     model, preprocessor = translator
-    expected = recipe.translate_texts(model, preprocessor, SENTENCES, max_new_tokens=16)
+    expected = inference.translate_texts(
+        model, preprocessor, SENTENCES, max_new_tokens=16
+    )
     assert expected[0].startswith("w1 w2")  # The copy task was learned.
     fresh = _fresh_process(exported, SENTENCES)
     assert not any(m.split(".")[0] in ("keras_seq", "zoo") for m in fresh["modules"])
@@ -188,7 +189,7 @@ def test_saved_model_cli_shows_and_runs(translator, exported):
         "--input_exprs", f"sentences=[{SENTENCES[0]!r}]",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
-    expected = recipe.translate_texts(
+    expected = inference.translate_texts(
         model, preprocessor, SENTENCES[:1], max_new_tokens=16
     )[0]
     assert repr(expected.encode())[2:-1] in run.stdout
@@ -218,7 +219,7 @@ def test_classifier_serves_labels_and_probabilities(tmp_path):
     model = zoo.build_classifier("tiny", vocabulary_size=len(VOCABULARY))
     path = export.export_classifier(model, preprocessor, tmp_path)
     texts = ["w1 w2.", "w3 w4 w5!", ""]
-    expected = tasks.classify_texts(model, preprocessor, texts)
+    expected = inference.classify_texts(model, preprocessor, texts)
     out = tf.saved_model.load(path).signatures["serving_default"](
         texts=tf.constant(texts)
     )
@@ -323,7 +324,7 @@ def test_quantized_translator_serves_its_own_ids(translator, exported, tmp_path)
     path = export.export_translator(
         quantized, preprocessor, tmp_path / "served", max_new_tokens=16, beam_width=3
     )
-    expected = recipe.translate_texts(
+    expected = inference.translate_texts(
         quantized, preprocessor, SENTENCES, max_new_tokens=16
     )
     assert expected[0].startswith("w1 w2")  # Still a copy after quantization.

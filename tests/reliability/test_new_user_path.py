@@ -254,7 +254,7 @@ def test_num_return_beyond_the_beams_is_one_plain_error(translator):
 def test_a_str_is_one_text_and_bounds_are_checked_first(
     translator_dir, classifier, tokenizer
 ):
-    from zoo.recipes import tasks, translation
+    from zoo.recipes import inference
 
     trained = model_dir.load_model_dir(str(translator_dir))
     options = {"beam_width": 1, "max_new_tokens": 4}
@@ -285,6 +285,6 @@ def test_a_str_is_one_text_and_bounds_are_checked_first(
     # The list APIs below take no str: one would be read as its characters.
     sentences = "w1 w2."
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
-        translation.translate_texts(trained.model, trained.preprocessor, sentences)
+        inference.translate_texts(trained.model, trained.preprocessor, sentences)
     with pytest.raises(TypeError, match=r"^`texts` must be a list of str; received"):
-        tasks.classify_texts(classifier, classifier_dir.preprocessor, sentences)
+        inference.classify_texts(classifier, classifier_dir.preprocessor, sentences)

@@ -137,12 +137,12 @@ def test_training_pipeline_gives_the_golden_ids(shared):
 
 
 def test_decode_path_of_translate_and_evaluate_gives_the_golden_ids(shared):
-    from zoo.recipes import translation
+    from zoo.recipes import translator
 
     echo = Echo()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outputs = translation.translate_texts(echo, shared, SENTENCES, batch_size=4)
+        outputs = translator.translate_texts(echo, shared, SENTENCES, batch_size=4)
     assert _truncation_notes(caught) == [DECODE_NOTE]
     # Sorted by length, in batches of 4 padded to a bucket; filler rows
     # hold one [UNK].
@@ -156,7 +156,7 @@ def test_decode_path_of_translate_and_evaluate_gives_the_golden_ids(shared):
     ]  # fmt: skip
 
     echo = Echo()
-    scores = translation.evaluate_translator(
+    scores = translator.evaluate_translator(
         echo, shared, [(s, s) for s in SENTENCES[:2]], batch_size=4
     )
     assert _rows(echo.batches[0]) == [CUT[0], CUT[1], [1], [1]]

@@ -90,7 +90,10 @@ def test_train_says_what_it_read_split_learned_and_built(both):
     assert len((root / "cli" / "source_vocabulary.txt").read_text().split()) == source
     assert (
         f"vocabularies learned: source {source}, target {target} tokens, of at most "
-        "8,000 asked (the training text holds no more word pieces)"
+        "8,000 asked, of word pieces seen at least 10 times; the minimum "
+        "frequency, not the size asked, decided the size: the training text "
+        "holds no more word pieces seen 10 times (a lower --min-frequency "
+        "learns more)"
     ) in said
     params = trained.model.count_params()
     assert (

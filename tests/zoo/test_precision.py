@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo.recipes.translation import compile_translator
+from zoo.recipes.translator import compile_translator
 
 STEPS = 300
 BATCH = 16

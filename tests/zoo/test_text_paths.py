@@ -310,7 +310,7 @@ def language_model_dir(tmp_path_factory):
 
 
 def test_language_model_gives_the_golden_ids_on_every_path(language_model_dir):
-    from zoo.recipes import model_dir, tasks
+    from zoo.recipes import inference, model_dir
 
     trained = model_dir.load_model_dir(language_model_dir)
     preprocessor = trained.preprocessor
@@ -337,8 +337,8 @@ def test_language_model_gives_the_golden_ids_on_every_path(language_model_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", text.TruncationWarning)
         samples = trained.generate(TEXTS[:5] + [LONG], max_new_tokens=4, seed=7)
-        again = tasks.generate_text(
-            trained.model, preprocessor, LONG, 4, tasks.SAMPLE_TOP_K, None, 7
+        again = inference.generate_text(
+            trained.model, preprocessor, LONG, 4, inference.SAMPLE_TOP_K, None, 7
         )
     assert samples[1:5] == [samples[0]] * 4 and samples[-1] == again
 

@@ -17,7 +17,7 @@ import pytest
 import zoo
 from keras_seq.callbacks import checkpoint_callbacks
 from zoo.recipes import runtime
-from zoo.recipes.translation import compile_translator
+from zoo.recipes.translator import compile_translator
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "torch",

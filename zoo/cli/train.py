@@ -6,7 +6,7 @@ import json
 import math
 import os
 
-from zoo.cli.errors import UsageError, check_above_zero, check_at_least, check_preset
+from zoo.cli.errors import UsageError, check_preset
 from zoo.recipes import settings
 from zoo.recipes.families import FAMILIES, supporting
 
@@ -51,6 +51,17 @@ def add_parser(commands):
         help=_default(
             "the most WordPiece tokens of each vocabulary",
             settings.TrainingSettings.vocabulary_size,
+        ),
+    )
+    parser.add_argument(
+        "--min-frequency",
+        type=int,
+        default=None,
+        help=_default(
+            "the fewest times a word piece occurs in the training text to be "
+            "learned; on a small text it, not --vocabulary-size, decides the "
+            "vocabulary",
+            settings.TrainingSettings.min_frequency,
         ),
     )
     parser.add_argument(
@@ -233,12 +244,33 @@ def check_common(args, presets, defaults):
     Raises:
         UsageError: naming the flag.
     """
-    check_at_least(args.average_epochs, "--average-epochs")
-    check_at_least(args.epochs, "--epochs")
-    check_at_least(args.seed, "--seed", minimum=0)
-    check_above_zero(args.minutes, "--minutes")
-    check_at_least(args.beam_width, "--beam-width")
+    check_training(
+        average_last_epochs=args.average_epochs, epochs=args.epochs,
+        seed=args.seed, minutes=args.minutes, beam_width=args.beam_width,
+    )  # fmt: skip
     check_preset(args.preset or defaults.preset, presets)
+
+
+# The flag of each training setting, as `settings.check_training` names it.
+FLAGS = {
+    "average_last_epochs": "--average-epochs", "epochs": "--epochs",
+    "seed": "--seed", "minutes": "--minutes", "beam_width": "--beam-width",
+    "vocabulary_size": "--vocabulary-size", "bleu_every": "--bleu-every",
+    "min_frequency": "--min-frequency",
+}  # fmt: skip
+
+
+def check_training(**values):
+    """`settings.check_training` (the check `zoo.train` makes too), its
+    refusals naming the flags.
+
+    Raises:
+        UsageError: naming the flag, its bound and the value.
+    """
+    try:
+        settings.check_training(FLAGS, **values)
+    except (ValueError, TypeError) as error:
+        raise UsageError(str(error)) from None
 
 
 def chosen_settings(args, defaults, overrides):
@@ -247,6 +279,7 @@ def chosen_settings(args, defaults, overrides):
     flags = {
         "preset": "preset", "epochs": "epochs", "minutes": "minutes",
         "seed": "seed", "vocabulary_size": "vocabulary_size",
+        "min_frequency": "min_frequency",
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
         "lowercase": "lowercase",
@@ -322,8 +355,10 @@ def _check(args):
     # the trial build waits for no strategy; the builder checks again later.
     if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
-    check_at_least(args.vocabulary_size, "--vocabulary-size", _reserved() + 1)
-    check_at_least(args.bleu_every, "--bleu-every")
+    check_training(
+        vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every,
+        min_frequency=args.min_frequency,
+    )  # fmt: skip
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
         ("--bleu-every", args.bleu_every, (None,)),

@@ -14,8 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_seq.text import END_ID, PAD_ID, START_ID
-from zoo.recipes import corpora, plots, run_dir, saved_model, translation, workflow
-from zoo.recipes.translator import RECIPE
+from zoo.recipes import corpora, plots, run_dir, saved_model, workflow
+from zoo.recipes.translator import RECIPE, TranslatorResult
 
 SAMPLES = 8
 
@@ -25,7 +25,7 @@ class DemoResult:
     """The trained translator and what the demo shows of it.
 
     Attributes:
-        trained: the recipe's `translation.TranslatorResult`.
+        trained: the recipe's `translator.TranslatorResult`.
         metrics: dict, the contents of `metrics.json`.
         samples: list of `(source, reference, translation)` test triples.
         served: list of str, the first samples translated through the
@@ -35,7 +35,7 @@ class DemoResult:
             greedy one in process.
     """
 
-    trained: translation.TranslatorResult
+    trained: TranslatorResult
     metrics: dict
     samples: list
     served: list

@@ -7,21 +7,27 @@ refuses one whose vocabularies are not the ones the model was trained with
 reads ids it was not trained on. It returns a `TrainedModel`, which
 translates, classifies or generates through the model's preprocessor
 (`keras_seq.text`), the one the run saved: the same ids as in training and
-in the exported graph.
+in the exported graph. Loading the model (`load_model`, Keras' safe mode)
+is here, not in `zoo.recipes.run_dir`, which knows files only.
 """
 
-import dataclasses
 import os
 
 import keras
 
+# Importing these registers the classes that a saved model and its compile
+# config name.
+import keras_seq.losses  # noqa: F401
+import keras_seq.metrics  # noqa: F401
+import keras_seq.schedules  # noqa: F401
+import zoo
 from keras_seq import text
-from keras_seq.validation import check_int_in
-from zoo.recipes import run_dir, tasks, translation
-from zoo.recipes.families import FAMILIES, supporting
-from zoo.recipes.inputs import check_text_list
-from zoo.recipes.run_dir import RUN_FILE, fingerprint
-from zoo.recipes.settings import TranslatorSettings
+from keras_seq.validation import check_int_in  # noqa: F401  (TrainedModel's check)
+from zoo.recipes import run_dir
+from zoo.recipes.families import FAMILIES
+from zoo.recipes.fingerprints import fingerprint
+from zoo.recipes.run_dir import RUN_FILE
+from zoo.recipes.trained import TrainedModel
 
 # Some inputs were longer than the model's `max_length` and were cut.
 TruncationWarning = text.TruncationWarning
@@ -40,13 +46,13 @@ def _vocabulary_sizes(family, config):
     return dict(zip(vocabulary_files(family), sizes))
 
 
-def _check_vocabularies(model_dir, family, config, run):
-    """Refuses a vocabulary file the model was not trained with (its size,
-    reserved tokens, or the fingerprint `run.json` records)."""
+def _check_fingerprints(model_dir, family, config, run):
+    """Refuses a vocabulary file whose bytes are not those the model was
+    trained with (the fingerprint `run.json` records); its size and
+    reserved tokens are checked as the preprocessor reads it."""
     fingerprints = run.get("vocabulary_sha256") or {}
-    for name, size in _vocabulary_sizes(family, config).items():
+    for name in _vocabulary_sizes(family, config):
         path = os.path.join(model_dir, name)
-        text.load_vocabulary(path, expected_size=size)
         if name in fingerprints and fingerprint(path) != fingerprints[name]:
             raise ValueError(
                 f"{path} is not the vocabulary this model was trained with: "
@@ -79,7 +85,7 @@ def load_model_dir(model_dir):
     run = directory.read_run(FAMILIES)
     family = run["family"]
     model_path = os.path.join(model_dir, run_dir.MODEL_FILE)
-    model = directory.load_model()
+    model = load_model(directory)
     config = model.get_config()
     sizes = ("source_vocabulary_size",) if FAMILIES[family].translates else ()
     if not all(key in config for key in sizes or ("vocabulary_size",)):
@@ -87,231 +93,38 @@ def load_model_dir(model_dir):
             f"{os.path.join(model_dir, RUN_FILE)} names the family {family!r}, "
             f"but {model_path} holds a {type(model).__name__}, which is not one."
         )
-    _check_vocabularies(model_dir, family, config, run)
-    kind, defaults = FAMILIES[family].preprocessor(config, run)
+    recipe = FAMILIES[family]
+    kind, defaults = recipe.preprocessor(config, run)
+    # The vocabularies are read once, by the preprocessor the model holds.
     preprocessor = kind.load(
         model_dir,
         vocabulary_sizes=tuple(_vocabulary_sizes(family, config).values()),
         **defaults,
     )
+    _check_fingerprints(model_dir, family, config, run)
     return TrainedModel(
-        model_dir, family, model, run, _tokenizers_of(preprocessor), preprocessor
+        model_dir, family, model, run, preprocessor=preprocessor, recipe=recipe
     )
 
 
-def _tokenizers_of(preprocessor):
-    if isinstance(preprocessor, text.TranslationPreprocessor):
-        return {
-            "source": preprocessor.source_tokenizer,
-            "target": preprocessor.target_tokenizer,
-        }
-    return {"text": preprocessor.tokenizer}
+def load_model(directory):
+    """The model of a run directory's `model.keras`, loaded in Keras' safe
+    mode.
 
+    Args:
+        directory: a `run_dir.RunDir` (or its path).
 
-@dataclasses.dataclass
-class TrainedModel:
-    """A trained model with its vocabularies, as a model directory holds it.
-
-    Attributes:
-        path: str, the directory.
-        family: str, one of `FAMILIES`.
-        model: the `keras.Model`.
-        run: dict, the contents of `run.json`.
-        tokenizers: dict of keras-hub tokenizers: `source` and `target`
-            for translators, `text` otherwise (the preprocessor's).
-        preprocessor: the model's `keras_seq.text` preprocessor; by
-            default, one of its `tokenizers` at the model's `max_length`.
+    Raises:
+        ValueError: naming the file, when it is not a whole `.keras`
+            archive or holds what safe mode refuses.
     """
-
-    path: str
-    family: str
-    model: keras.Model
-    run: dict
-    tokenizers: dict
-    preprocessor: object = None
-
-    def __post_init__(self):
-        if self.preprocessor is not None or self.model is None or not self.tokenizers:
-            return
-        config = self.model.get_config()
-        if FAMILIES[self.family].translates:
-            self.preprocessor = text.TranslationPreprocessor(
-                self.tokenizers["source"],
-                self.tokenizers["target"],
-                max_length=config.get("max_length"),
-            )
-            return
-        kind, settings = FAMILIES[self.family].preprocessor(config, self.run)
-        self.preprocessor = kind(self.tokenizers["text"], **settings)
-
-    def _require(self, command):
-        if not FAMILIES[self.family].supports(command):
-            raise ValueError(
-                f"{self.path} holds a {self.family}; {command} needs a "
-                f"{' or '.join(supporting(command))}."
-            )
-
-    @property
-    def output_vocabulary_size(self):
-        """The number of tokens the model chooses from (the target side)."""
-        config = self.model.get_config()
-        return config.get("target_vocabulary_size", config.get("vocabulary_size"))
-
-    def check_translate_options(
-        self, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
-    ):
-        """Refuses options of `translate` this model cannot honour.
-
-        Called by `translate` before any text is tokenized; the command
-        line calls it before it reads its input.
-
-        Raises:
-            ValueError: naming the argument, its bound and the value.
-        """
-        self._require("translate")
-        check_int_in(
-            beam_width, "beam_width", 1, self.output_vocabulary_size,
-            "the target vocabulary size",
-        )  # fmt: skip
-        limit = getattr(self.model, "max_length", None)
-        check_int_in(
-            max_new_tokens, "max_new_tokens", 1, limit and limit - 1,
-            "the model's max_length - 1",
-        )  # fmt: skip
-
-    def translate(
-        self, texts, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
-    ):
-        """Translates sentences, one output per input (blank in, "" out).
-
-        A sentence longer than the model's `max_length` tokens is cut to
-        it; a `TruncationWarning` says how many were (the preprocessor's
-        `decode_batches`).
-
-        Args:
-            texts: a list of str, or one str (one sentence).
-            beam_width: int in [1, target vocabulary size], beams of the
-                search; 1 decodes greedily.
-            max_new_tokens: int in [1, max_length - 1], or None (as many
-                as the model allows).
-
-        Returns:
-            A list of str, or one str for one str.
-
-        Raises:
-            ValueError: for an option out of its bounds, before any work.
-            TypeError: when `texts` is not a str or a list of str.
-        """
-        self.check_translate_options(beam_width, max_new_tokens)
-        if isinstance(texts, str):
-            return self.translate([texts], beam_width, max_new_tokens)[0]
-        texts = check_text_list(texts, "texts")
-        options = (
-            {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
-        )
-        return translation.translate_texts(
-            self.model,
-            self.preprocessor,
-            texts,
-            max_new_tokens=max_new_tokens,
-            **options,
-        )
-
-    def classify(self, texts):
-        """Class probabilities of texts, in the order of `class_names`.
-
-        Args:
-            texts: a list of str, or one str (one text).
-
-        Returns:
-            A float array (N, classes), or (classes,) for one str.
-        """
-        self._require("classify")
-        if isinstance(texts, str):
-            return self.classify([texts])[0]
-        texts = check_text_list(texts, "texts")
-        return tasks.classify_texts(self.model, self.preprocessor, texts)
-
-    @property
-    def class_names(self):
-        """A classifier's class names, by id: the labels of its training
-        file (`["neg", "pos"]`), or the ids as text (`["0", "1"]`)."""
-        self._require("classify")
-        return self.preprocessor.label_names(self.model.get_config()["num_classes"])
-
-    def label(self, texts):
-        """The name of the most likely class of each text (see `classify`).
-
-        Returns:
-            A list of str, or one str for one str.
-        """
-        probabilities = self.classify(texts)
-        names = self.class_names
-        if isinstance(texts, str):
-            return names[int(probabilities.argmax())]
-        return [names[i] for i in probabilities.argmax(-1).tolist()]
-
-    def check_generate_options(
-        self, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0
-    ):
-        """Refuses options of `generate` this model cannot honour.
-
-        Raises:
-            ValueError: naming the argument, its bound and the value.
-        """
-        self._require("generate")
-        limit = self.preprocessor.max_length
-        check_int_in(
-            max_new_tokens, "max_new_tokens", 1, limit - 1,
-            "the model's max_length - 1",
-        )  # fmt: skip
-        check_int_in(
-            top_k, "top_k", 1, self.output_vocabulary_size, "the vocabulary size"
-        )
-        if top_p is not None and not (
-            isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0
-        ):
-            raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
-        check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
-
-    def generate(
-        self, prompt, max_new_tokens=None, top_k=tasks.SAMPLE_TOP_K, top_p=None, seed=0
-    ):
-        """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
-
-        Training lines end with [END]; sampling runs past it, so the text
-        may span several lines, joined by " / ".
-
-        A seed fixes the draw: the same prompt and `seed` give the same
-        text on every call, whatever was generated before, and each prompt
-        of a list draws as it would alone; `seed=None` draws afresh.
-
-        Args:
-            prompt: str, the start of the text, or a list of str (each
-                continued on its own).
-            max_new_tokens: int in [1, max_length - 1], the new tokens (a
-                longer prompt keeps its last `max_length - max_new_tokens`
-                tokens, as the exported model's do), or None: as many as
-                the model's `max_length` leaves beside the prompt.
-            top_k: int in [1, vocabulary size], the sampler's k.
-            top_p: float in (0, 1] or None, the nucleus of the sampler
-                (within the `top_k` most likely tokens).
-            seed: int in [0, 2**31) or None, of the sampler.
-
-        Returns:
-            str, the prompt and its continuation; a list of str for a list.
-
-        Raises:
-            ValueError: for an option out of its bounds, before any work.
-            TypeError: when `prompt` is not a str or a list of str.
-        """
-        self.check_generate_options(max_new_tokens, top_k, top_p, seed)
-        if not isinstance(prompt, str):
-            prompts = check_text_list(prompt, "prompt")
-            return [
-                self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
-            ]
-        return tasks.generate_text(
-            self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
-            seed,
-        )  # fmt: skip
+    path = run_dir.RunDir(directory).model_path
+    zoo.load_models()
+    try:
+        return keras.saving.load_model(path, safe_mode=True)
+    except ValueError as error:
+        message = str(error).strip().splitlines()[0]
+        if message.startswith("File not found"):
+            # Keras says so of any file that is not a whole zip archive.
+            message = "not a whole .keras archive (truncated, or another format)"
+        raise ValueError(f"{path}: {message}") from None

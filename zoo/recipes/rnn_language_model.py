@@ -34,14 +34,6 @@ class RNNLanguageModelSettings(TrainingSettings):
     clipnorm: float = 1.0
 
 
-def clipped_adam(model, settings):
-    """Adam at `settings.learning_rate`, gradients clipped to `clipnorm`:
-    recurrent gradients can explode over long windows (Sec. 7.3)."""
-    import keras
-
-    return keras.optimizers.Adam(settings.learning_rate, clipnorm=settings.clipnorm)
-
-
 class RNNLanguageModelRecipe(LanguageModelRecipe):
     """`keras-seq train rnn-language-model`."""
 
@@ -50,7 +42,13 @@ class RNNLanguageModelRecipe(LanguageModelRecipe):
     presets_name = "RNN_LANGUAGE_MODEL_PRESETS"
     settings = RNNLanguageModelSettings
     commands = frozenset({"generate"})
-    optimizer = staticmethod(clipped_adam)
+
+    def optimizer(self, model, settings):
+        """Adam at `settings.learning_rate`, gradients clipped to `clipnorm`:
+        recurrent gradients can explode over long windows (Sec. 7.3)."""
+        import keras
+
+        return keras.optimizers.Adam(settings.learning_rate, clipnorm=settings.clipnorm)
 
     def preprocessor(self, config, run):
         from keras_seq import text

@@ -50,7 +50,6 @@ import atexit
 import contextlib
 import datetime
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -58,22 +57,8 @@ import socket
 import tempfile
 import time
 
-import keras
-
-# Importing these registers the classes that a saved model and its compile
-# config name.
-import keras_seq.losses  # noqa: F401
-import keras_seq.metrics  # noqa: F401
-import keras_seq.schedules  # noqa: F401
-import zoo
-from keras_seq import text
-from keras_seq.callbacks import checkpoint_callbacks, finished_epochs
-from keras_seq.text.preprocessor import SETTINGS_FILE as PREPROCESSOR_FILE
-from keras_seq.text.preprocessor import VOCABULARY_FILE
-from keras_seq.text.translation_preprocessor import (
-    SOURCE_VOCABULARY_FILE,
-    TARGET_VOCABULARY_FILE,
-)
+from keras_seq.text import vocabulary as vocabularies_io
+from zoo.recipes.fingerprints import fingerprint, items_fingerprint  # noqa: F401
 from zoo.recipes.inputs import UsageError, reported_as_usage
 
 MODEL_FILE = "model.keras"
@@ -96,12 +81,15 @@ DATA = "data"
 DATA_SHA256 = "data_sha256"
 
 
-# The vocabularies and `preprocessor.json` are named by the preprocessors of
-# `keras_seq.text`, which save them (`RunDir.save_preprocessor`).
+# The vocabularies and `preprocessor.json` are the files the preprocessors
+# of `keras_seq.text` save (`RunDir.save_preprocessor`); their names are
+# restated here so that this module loads no TensorFlow, and
+# tests/zoo/recipes/test_run_dir.py holds them equal to the preprocessors'.
+PREPROCESSOR_FILE = "preprocessor.json"
 VOCABULARY_FILES = {
-    "text": VOCABULARY_FILE,
-    "source": SOURCE_VOCABULARY_FILE,
-    "target": TARGET_VOCABULARY_FILE,
+    "text": "vocabulary.txt",
+    "source": "source_vocabulary.txt",
+    "target": "target_vocabulary.txt",
 }
 
 
@@ -194,8 +182,9 @@ class RunDir:
     Every file and folder of a run is a property here (`model_path`,
     `history_path`, `backup_dir`, ...); the library's writers
     (`keras_seq.callbacks.checkpoint_callbacks`, the preprocessors' `save`,
-    the plots) take the paths it gives them, and `run.json` is assembled
-    once, by `save`.
+    the plots) take the paths it gives them, and `run.json` is written
+    once, by `save`. It knows files only: it imports no Keras or
+    TensorFlow (loading the model is `zoo.recipes.model_dir`'s).
 
     Args:
         path: str or `os.PathLike`, the directory (it need not exist yet).
@@ -320,8 +309,9 @@ class RunDir:
         process ends.
 
         Returns:
-            The number of epochs an interrupted run of the same settings
-            finished (training resumes after them), or 0 for a fresh start.
+            True when an interrupted run of the same settings resumes here
+            (its epochs are `keras_seq.callbacks.finished_epochs` of
+            `backup_dir`), False for a fresh start.
 
         Raises:
             UsageError: when the directory cannot be written, is in use by
@@ -343,7 +333,7 @@ class RunDir:
             previous = {**missing, **previous}
         if os.path.isdir(self.backup_dir):
             if previous == settings:
-                return finished_epochs(self.backup_dir)
+                return True
             then, now = (previous or {}).get(DATA_SHA256), settings.get(DATA_SHA256)
             if not overwrite and then and now and then != now:
                 raise UsageError(
@@ -371,7 +361,7 @@ class RunDir:
             self._remove_run()
         os.makedirs(self.path, exist_ok=True)
         write_json(self.settings_path, settings)
-        return 0
+        return False
 
     def _remove_run(self):
         for name in RUN_FILES:
@@ -382,16 +372,9 @@ class RunDir:
 
     # Writing.
 
-    def checkpoint_callbacks(self, monitor="val_loss"):
-        """`keras_seq.callbacks.checkpoint_callbacks` writing this run's
-        history, backup and best weights."""
-        return checkpoint_callbacks(
-            self.path,
-            monitor,
-            history_path=self.history_path,
-            backup_dir=self.backup_dir,
-            best_weights_path=self.best_weights_path,
-        )
+    def make(self):
+        """Creates the directory (and those above it) if missing."""
+        os.makedirs(self.path, exist_ok=True)
 
     def write_vocabularies(self, vocabularies):
         """Writes each vocabulary (a list of tokens) to its file.
@@ -401,7 +384,7 @@ class RunDir:
         """
         os.makedirs(self.path, exist_ok=True)
         for key, tokens in vocabularies.items():
-            text.save_vocabulary(tokens, self.vocabulary_path(key))
+            vocabularies_io.save_vocabulary(tokens, self.vocabulary_path(key))
 
     def save_preprocessor(self, preprocessor):
         """Writes a `keras_seq.text` preprocessor: its vocabularies and
@@ -428,7 +411,9 @@ class RunDir:
         if not os.path.isdir(self.backup_dir):
             return None
         with reported_as_usage(ValueError):
-            return tuple(text.load_vocabulary(self.vocabulary_path(k)) for k in keys)
+            return tuple(
+                vocabularies_io.load_vocabulary(self.vocabulary_path(k)) for k in keys
+            )
 
     def save(self, family, model, run, vocabularies):
         """Writes the model and `run.json`, the run's one record.
@@ -514,23 +499,6 @@ class RunDir:
             )
         return run
 
-    def load_model(self):
-        """The model of `model.keras`, loaded in Keras' safe mode.
-
-        Raises:
-            ValueError: naming the file, when it is not a whole `.keras`
-                archive or holds what safe mode refuses.
-        """
-        zoo.load_models()
-        try:
-            return keras.saving.load_model(self.model_path, safe_mode=True)
-        except ValueError as error:
-            message = str(error).strip().splitlines()[0]
-            if message.startswith("File not found"):
-                # Keras says so of any file that is not a whole zip archive.
-                message = "not a whole .keras archive (truncated, or another format)"
-            raise ValueError(f"{self.model_path}: {message}") from None
-
 
 def _release(directory):
     fd = _HELD.pop(directory, None)
@@ -553,24 +521,3 @@ def write_json(path, value):
     `training.json`)."""
     with open(path, "w", encoding="utf-8") as file:
         json.dump(value, file, indent=2, ensure_ascii=False)
-
-
-def fingerprint(path):
-    """The SHA-256 of a file's bytes, in hex (a vocabulary, a `--data` file)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def items_fingerprint(items):
-    """The SHA-256 of data given from Python, as `fingerprint` gives it for
-    the same items written one a line (fields joined by tabs, each line
-    ending in a newline): a list of pairs and the file of those pairs are
-    the same data."""
-    digest = hashlib.sha256()
-    for item in items:
-        fields = item if isinstance(item, (tuple, list)) else (item,)
-        digest.update(("\t".join(map(str, fields)) + "\n").encode("utf-8"))
-    return digest.hexdigest()

@@ -3,21 +3,40 @@ training code; below the family table and the orchestration, importing
 neither."""
 
 
-def announce_vocabularies(learned, asked, kept=False):
-    """Says the size of each vocabulary against the size asked.
+def announce_vocabularies(learned, asked, kept=False, min_frequency=None):
+    """Says the size of each vocabulary against the size asked, and the
+    minimum frequency of its word pieces.
+
+    A vocabulary smaller than the size asked was decided by the minimum
+    frequency: the training text holds no more word pieces that occur that
+    often (`keras_seq.text.train_wordpiece_vocabulary` learns at that
+    floor first, and keeps what it learned when it fits).
 
     Args:
         learned: dict of side (`"source"`, `"target"`, `"text"`) -> the
             tokens (a list, or its size).
         asked: int, `--vocabulary-size`.
         kept: bool, the vocabularies are those of the run being resumed.
+        min_frequency: int or None, `--min-frequency` (None: not said).
     """
     sizes = {k: v if isinstance(v, int) else len(v) for k, v in learned.items()}
     words = ", ".join(f"{side} {size:,}" for side, size in sizes.items())
     how = "kept from the interrupted run" if kept else "learned"
     line = f"vocabularies {how}: {words} tokens, of at most {asked:,} asked"
-    if not kept and max(sizes.values()) < asked:
-        line += " (the training text holds no more word pieces)"
+    if kept:
+        print(line, flush=True)
+        return
+    if min_frequency is not None:
+        line += f", of word pieces seen at least {min_frequency:,} times"
+    if max(sizes.values()) < asked:
+        if min_frequency is None:
+            line += " (the training text holds no more word pieces)"
+        else:
+            line += (
+                f"; the minimum frequency, not the size asked, decided the "
+                f"size: the training text holds no more word pieces seen "
+                f"{min_frequency:,} times (a lower --min-frequency learns more)"
+            )
     print(line, flush=True)
 
 

@@ -7,8 +7,10 @@ the defaults only where their papers or purposes say.
 """
 
 import dataclasses
+import math
 
 from keras_seq import defaults
+from keras_seq.text.vocabulary import DEFAULT_MIN_FREQUENCY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +23,9 @@ class TrainingSettings:
         minutes: float or None, a wall-clock budget (`TimeBudget`).
         seed: int, seeds the weights, the shuffling and any masking.
         vocabulary_size: int, the most tokens of each WordPiece vocabulary.
+        min_frequency: int, the fewest times a word piece occurs in the
+            training text to be learned; on a small text it, not
+            `vocabulary_size`, decides the vocabulary (`train` says so).
         overrides: dict of builder arguments over the preset's.
     """
 
@@ -29,6 +34,7 @@ class TrainingSettings:
     minutes: float | None = None
     seed: int = 0
     vocabulary_size: int = 8000
+    min_frequency: int = DEFAULT_MIN_FREQUENCY
     overrides: dict = dataclasses.field(default_factory=dict)
 
     # Settings a resumed run may change: they do not change what it trains.
@@ -65,14 +71,14 @@ class TrainingSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TranslatorSettings(TrainingSettings):
-    """The translator's recipe (`zoo.recipes.translation`), for the
+    """The translator's recipe (`zoo.recipes.translator`), for the
     Transformer and the RNN translator.
 
     Attributes:
         recipe: str, the name of this set of values (`TRANSLATOR_RECIPES`).
         batch_tokens: int, tokens in a length-bucketed batch.
         max_length: int or None, the longest sequence in tokens; None: the
-            preset's (`translation.RNN_MAX_LENGTH` for the RNN translator).
+            preset's (`translator.RNN_MAX_LENGTH` for the RNN translator).
         warmup_steps: int, of the inverse-square-root schedule.
         learning_rate_scale: float, multiplies the learning rate.
         label_smoothing: float in [0, 1), of the masked cross-entropy.
@@ -144,7 +150,7 @@ class EncoderSettings(TrainingSettings):
 
 @dataclasses.dataclass(frozen=True)
 class ClassifierSettings(EncoderSettings):
-    """The classifier's recipe (`zoo.recipes.tasks.train_classifier`).
+    """The classifier's recipe (`zoo.recipes.classifier`).
 
     Attributes:
         max_length: int, batches are padded (texts cut) to
@@ -158,12 +164,12 @@ class ClassifierSettings(EncoderSettings):
 @dataclasses.dataclass(frozen=True)
 class MaskedLanguageModelSettings(EncoderSettings):
     """The masked language model's recipe
-    (`zoo.recipes.tasks.train_masked_language_model`)."""
+    (`zoo.recipes.masked_language_model`)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class LanguageModelSettings(TrainingSettings):
-    """The language model's recipe (`zoo.recipes.tasks.train_language_model`).
+    """The language model's recipe (`zoo.recipes.language_model`).
 
     Attributes:
         sequence_length: int, tokens in a training window, at most the
@@ -304,3 +310,63 @@ class ServeSettings:
     max_body_bytes: int = 1 << 20
     max_rows_per_request: int = 10_000
     request_timeout: float = 10.0
+
+
+# The bounds of the training settings that `keras-seq train` (and `demo`)
+# and `zoo.train` take: name -> (least value, greatest value or None, what
+# the greatest is). The vocabulary's least size is its reserved tokens and
+# one word (`check_training` adds it).
+TRAINING_BOUNDS = {
+    "epochs": (1, None, None),
+    "seed": (0, 2**31 - 1, "the largest int32 seed"),
+    "vocabulary_size": (None, None, None),
+    "beam_width": (1, None, None),
+    "average_last_epochs": (1, None, None),
+    "bleu_every": (1, None, None),
+    "min_frequency": (1, None, None),
+}
+
+
+def check_training(flags=None, **values):
+    """Refuses a training setting out of its bounds: the one check of
+    `keras-seq train` and `zoo.train` (same bounds, same words).
+
+    Args:
+        flags: dict of setting -> the flag that named it (`"--epochs"`), or
+            None: each is named as the argument (`` `epochs` ``).
+        **values: the settings given (`epochs=3`, `minutes=None`, ...);
+            None passes (left out: the recipe's default).
+
+    Raises:
+        TypeError: when a count is not an int.
+        ValueError: naming the setting, its bound and the value.
+    """
+    from keras_seq.text.vocabulary import RESERVED_TOKENS
+
+    flags = flags or {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        label = flags.get(name, f"`{name}`")
+        if name == "minutes":
+            if not (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value > 0
+            ):
+                raise ValueError(
+                    f"{label} must be a finite number above 0; received {value}"
+                )
+            continue
+        low, high, bound = TRAINING_BOUNDS[name]
+        if name == "vocabulary_size":
+            low = len(RESERVED_TOKENS) + 1
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{label} must be an int; received {value!r}")
+        if value < low:
+            raise ValueError(f"{label} must be at least {low}; received {value}")
+        if high is not None and value > high:
+            raise ValueError(
+                f"{label} must be at most {high} ({bound}); received {value}"
+            )

@@ -11,6 +11,7 @@ import sys
 from zoo.recipes import run_dir, runtime
 from zoo.recipes.families import FAMILIES, supporting
 from zoo.recipes.inputs import UsageError, reported_as_usage
+from zoo.recipes.recipe import Execution
 from zoo.recipes.settings import RuntimeSettings
 
 # The old name of `RuntimeSettings`.
@@ -90,10 +91,15 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
     # A run interrupted before the data's fingerprint was kept named a
     # corpus (no fingerprint) or a file, which is not known to be this one.
     legacy = {run_dir.DATA_SHA256: None, **chosen.legacy_identity()}
-    resumed = run.claim(
+    resumes = run.claim(
         identity, overwrite, data=corpora.described(data), legacy=legacy
     )
     try:
+        resumed = 0
+        if resumes:
+            from keras_seq.callbacks import finished_epochs
+
+            resumed = finished_epochs(run.backup_dir)
         # A strategy the backend cannot run (mirrored on JAX) is the user's
         # to fix; it is made before any other op.
         with reported_as_usage(ValueError):
@@ -102,22 +108,27 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
             runtime.make_deterministic(chosen.seed)
         runtime.set_precision(machine.precision)
         announce_resume(output_dir, resumed, chosen.epochs)
-        result = recipe.train(
-            corpus, output_dir, chosen, verbose=verbose(), strategy=strategy
-        )
-        record = {
-            k: round(v, 4) if isinstance(v, float) else v
-            for k, v in result.record().items()
-        }
-        record["params"] = int(result.model.count_params())
-        record["epochs"] = resumed + len(result.history.get("loss", ()))
-        settings = {**data_record, "preset": chosen.preset, "seed": chosen.seed}
-        if chosen.overrides:
-            settings["overrides"] = chosen.overrides
-        run.save(name, result.model, {**settings, **record}, recipe.vocabularies)
+        result = recipe.train(corpus, run, chosen, Execution(verbose(), strategy))
+        record = run_record(data_record, chosen, result, resumed)
+        run.save(name, result.model, record, recipe.vocabularies)
         return result
     finally:
         run.release()
+
+
+def run_record(data_record, chosen, result, resumed):
+    """What `run.json` keeps of a run beside its family and vocabulary
+    fingerprints (`RunDir.save`): the data, preset, seed, `--set`'s
+    changes, the result's figures (rounded to 4 places), the parameters and
+    the epochs trained in all."""
+    record = {**data_record, "preset": chosen.preset, "seed": chosen.seed}
+    if chosen.overrides:
+        record["overrides"] = chosen.overrides
+    for key, value in result.record().items():
+        record[key] = round(value, 4) if isinstance(value, float) else value
+    record["params"] = int(result.model.count_params())
+    record["epochs"] = resumed + len(result.history.get("loss", ()))
+    return record
 
 
 def evaluate(trained, data, chosen):

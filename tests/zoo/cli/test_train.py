@@ -259,3 +259,38 @@ def test_a_max_length_below_two_is_refused_before_anything_is_written(family, tm
         "at least 2; received 1."
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argument, flag, value, message",
+    [
+        ("epochs", "--epochs", 0, "{} must be at least 1; received 0"),
+        ("seed", "--seed", -1, "{} must be at least 0; received -1"),
+        ("seed", "--seed", 2**31, "{} must be at most 2147483647 (the largest "
+                                  "int32 seed); received 2147483648"),
+        ("minutes", "--minutes", -1.0, "{} must be a finite number above 0; "
+                                       "received -1.0"),
+        ("minutes", "--minutes", float("nan"), "{} must be a finite number "
+                                               "above 0; received nan"),
+        ("vocabulary_size", "--vocabulary-size", 5, "{} must be at least 6; "
+                                                    "received 5"),
+        ("beam_width", "--beam-width", 0, "{} must be at least 1; received 0"),
+        ("min_frequency", "--min-frequency", 0, "{} must be at least 1; "
+                                                "received 0"),
+    ],
+)  # fmt: skip
+def test_train_and_zoo_train_refuse_a_bad_setting_in_the_same_words(
+    tmp_path, argument, flag, value, message
+):
+    """One check (`settings.check_training`) serves both: the same bound
+    and words, the command line naming its flag, Python its argument."""
+    done = run_cli(
+        "train", "translator", flag, value, "--output-dir", tmp_path / "cli",
+        in_process=True,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip() == "keras-seq: " + message.format(flag)
+    with pytest.raises(ValueError) as refused:
+        zoo.train("translator", [("a", "b")], tmp_path / "api", **{argument: value})
+    assert str(refused.value) == message.format(f"`{argument}`")
+    assert not (tmp_path / "cli").exists() and not (tmp_path / "api").exists()

@@ -138,8 +138,8 @@ class _Interrupted(Exception):
 
 
 def _interrupt_after_first_epoch(monkeypatch):
+    from keras_seq import callbacks
     from keras_seq.callbacks import ShuffleEpoch
-    from zoo.recipes import translation
 
     class Interrupting(ShuffleEpoch):
         def on_epoch_begin(self, epoch, logs=None):
@@ -147,7 +147,7 @@ def _interrupt_after_first_epoch(monkeypatch):
                 raise _Interrupted
             super().on_epoch_begin(epoch, logs)
 
-    monkeypatch.setattr(translation, "ShuffleEpoch", Interrupting)
+    monkeypatch.setattr(callbacks, "ShuffleEpoch", Interrupting)
 
 
 def _train(data, output_dir, cwd):

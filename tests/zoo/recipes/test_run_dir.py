@@ -11,6 +11,7 @@ import sys
 import h5py
 import pytest
 
+from keras_seq.callbacks import finished_epochs
 from zoo.recipes import run_dir
 from zoo.recipes.inputs import UsageError
 
@@ -53,7 +54,7 @@ def _contents(root):
 
 def test_a_fresh_directory_is_created_and_claimed(tmp_path):
     out = tmp_path / "a" / "b"
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) is False
     assert json.loads((out / run_dir.SETTINGS_FILE).read_text()) == SETTINGS
 
 
@@ -72,7 +73,7 @@ def test_a_finished_run_is_kept_without_overwrite(tmp_path):
 
 def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
     out = _finished_run(tmp_path / "run")
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) is False
     assert sorted(os.listdir(out)) == [
         run_dir.LOCK_FILE,  # Until the run ends.
         "notes.txt",
@@ -83,7 +84,8 @@ def test_overwrite_removes_the_run_and_nothing_else(tmp_path):
 def test_an_interrupted_run_of_the_same_settings_resumes(tmp_path):
     out = _interrupted_run(tmp_path / "run", SETTINGS, epochs=3)
     for overwrite in (False, True):
-        assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=overwrite) == 3
+        assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=overwrite) is True
+        assert finished_epochs(out / "backup") == 3
     assert (out / "backup" / "training_metadata.json").is_file()
 
 
@@ -98,7 +100,7 @@ def test_another_runs_backup_is_refused_in_one_line_naming_the_difference(tmp_pa
         "other settings (seed 1 there, 0 now); pass --overwrite to discard "
         "it, or choose another --output-dir."
     )
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) is False
     assert not (out / "backup").exists()
 
 
@@ -168,7 +170,7 @@ def test_the_lock_of_a_killed_run_does_not_block_the_next(holder):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert (out / run_dir.LOCK_FILE).is_file()  # Stale, but no one holds it.
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) is False
     holder = json.loads((out / run_dir.LOCK_FILE).read_text())
     assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
     run_dir.RunDir(str(out)).release()
@@ -180,8 +182,8 @@ def test_the_holder_may_claim_again_and_a_refusal_releases(tmp_path):
     with pytest.raises(UsageError, match="holds a finished translator run"):
         run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False)
     assert not (out / run_dir.LOCK_FILE).exists()  # Refused: released.
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) == 0
-    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) == 0  # Ours.
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=True) is False
+    assert run_dir.RunDir(str(out)).claim(SETTINGS, overwrite=False) is False  # Ours.
     run_dir.RunDir(str(out)).release()
     run_dir.RunDir(str(out)).release()  # Releasing twice is harmless.
 
@@ -219,10 +221,6 @@ def test_a_run_directory_names_every_path_in_it(tmp_path):
     }  # fmt: skip
     for path, name in paths.items():
         assert path == os.path.join(run.path, name)
-    history, backup, best = run.checkpoint_callbacks()
-    assert history.filename == run.history_path
-    assert backup.backup_dir == run.backup_dir
-    assert best.filepath == run.best_weights_path
 
 
 def test_a_run_interrupted_before_a_setting_existed_resumes_as_it_was(tmp_path):
@@ -238,7 +236,8 @@ def test_a_run_interrupted_before_a_setting_existed_resumes_as_it_was(tmp_path):
     out = _interrupted_run(tmp_path / "run", old, epochs=4)
     legacy = {"data_sha256": None, **TranslatorSettings().legacy_identity()}
     claim = run_dir.RunDir(str(out)).claim
-    assert claim(lowercased, overwrite=False, legacy=legacy) == 4
+    assert claim(lowercased, overwrite=False, legacy=legacy) is True
+    assert finished_epochs(out / "backup") == 4
     run_dir.RunDir(str(out)).release()
     cased = {**lowercased, "lowercase": False}
     with pytest.raises(UsageError, match=r"\(lowercase True there, False now\)"):
@@ -246,3 +245,26 @@ def test_a_run_interrupted_before_a_setting_existed_resumes_as_it_was(tmp_path):
     # Without what the settings were then, nothing matches.
     with pytest.raises(UsageError, match="bleu_every None there, 1 now"):
         claim(lowercased, overwrite=False)
+
+
+def test_the_vocabulary_files_are_the_preprocessors():
+    from keras_seq.text import preprocessor, translation_preprocessor
+
+    assert run_dir.PREPROCESSOR_FILE == preprocessor.SETTINGS_FILE
+    assert run_dir.VOCABULARY_FILES == {
+        "text": preprocessor.VOCABULARY_FILE,
+        "source": translation_preprocessor.SOURCE_VOCABULARY_FILE,
+        "target": translation_preprocessor.TARGET_VOCABULARY_FILE,
+    }
+
+
+def test_the_run_directory_and_corpora_load_no_keras():
+    """Hashing a data file or reading a run's files starts no Keras."""
+    code = (
+        "import sys, zoo.recipes.run_dir, zoo.recipes.corpora; "
+        "print(sorted({'keras', 'tensorflow'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -1,26 +1,9 @@
-"""`zoo.recipes.translation`: translating texts and the training recipe."""
+"""`zoo.recipes.translator`: the translators' training, scoring and its
+budget."""
 
 import keras
 import numpy as np
 import pytest
-
-
-def test_translate_texts_gives_blank_sentences_an_empty_translation():
-    import zoo
-    from keras_seq import text
-    from zoo.recipes.translation import translate_texts
-
-    vocabulary = list(text.RESERVED_TOKENS) + ["w1", "w2", "."]
-    preprocessor = text.TranslationPreprocessor(
-        text.make_tokenizer(vocabulary), max_length=32
-    )
-    keras.utils.set_random_seed(0)
-    model = zoo.build_translator("tiny", vocabulary_size=len(vocabulary))
-    translations = translate_texts(
-        model, preprocessor, ["", "   ", "w1 w2.", "\t"], max_new_tokens=4
-    )
-    assert translations[0] == translations[1] == translations[3] == ""
-    assert len(translations) == 4 and isinstance(translations[2], str)
 
 
 def _train_recording_epoch_ends(tmp_path, monkeypatch, bleu, **changes):
@@ -28,7 +11,7 @@ def _train_recording_epoch_ends(tmp_path, monkeypatch, bleu, **changes):
     calls return `bleu` in turn; the result and the raw weights of each
     epoch end."""
     from keras_seq.data import TranslationCorpus
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     words = [("ich", "i"), ("du", "you"), ("er", "he"), ("wir", "we")]
     pairs = [(f"{a} sehe {b}.", f"{c} see {d}.") for a, c in words for b, d in words]
@@ -104,7 +87,7 @@ def test_validation_every_few_epochs_still_scores_the_last(tmp_path, monkeypatch
 @pytest.mark.parametrize("value", [0, 2.0, None])
 def test_train_translator_refuses_a_bad_average_count(tmp_path, value):
     from keras_seq.data import TranslationCorpus
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     corpus = TranslationCorpus(train=[("a.", "b.")], validation=[], test=[])
     with pytest.raises(ValueError, match="`average_last_epochs` must be a positive"):
@@ -114,7 +97,7 @@ def test_train_translator_refuses_a_bad_average_count(tmp_path, value):
 
 def test_early_stopping_on_validation_bleu(tmp_path, monkeypatch):
     from keras_seq.data import TranslationCorpus
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     pairs = [(f"ich sehe {w}.", f"i see {w}.") for w in "abcdefgh"]
     corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:3], test=pairs[:3])
@@ -130,7 +113,7 @@ def test_early_stopping_on_validation_bleu(tmp_path, monkeypatch):
 
 
 def test_a_bad_patience_is_refused_before_anything_is_written(tmp_path):
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     with pytest.raises(ValueError, match="`early_stopping_patience`"):
         recipe.train_translator(None, str(tmp_path), early_stopping_patience=0)
@@ -140,7 +123,7 @@ def test_a_bad_patience_is_refused_before_anything_is_written(tmp_path):
 def test_test_bleu_is_cased_first_with_the_lowercased_beside(monkeypatch):
     import sacrebleu
 
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     references = ["I see you.", "We like her.", "He knows them."]
     hypotheses = ["i see you.", "We like her.", "he knows them."]
@@ -163,7 +146,7 @@ def test_a_run_keeps_case_unless_it_lowercases(tmp_path, lowercase):
     """The vocabularies learn the text as the tokenizers read it: cased by
     default, lowercased with `lowercase=True`; the preprocessor says which."""
     from keras_seq.data import TranslationCorpus
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     pairs = [(f"Ich sehe {w}.", f"I see {w}.") for w in "abcdefgh"]
     corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:2], test=pairs[:2])
@@ -184,7 +167,7 @@ def test_a_run_keeps_case_unless_it_lowercases(tmp_path, lowercase):
 
 
 def test_scoring_cost_estimates_the_scoring_after_training():
-    from zoo.recipes.translation import ScoringCost
+    from zoo.recipes.translator import ScoringCost
 
     # 4 beams on 600 sentences, then greedily on 600; one rescoring.
     cost = ScoringCost([(4, 600), (1, 600)], rescorings=1)
@@ -214,7 +197,7 @@ def test_a_budget_times_the_validation_decoding_before_training(
     # `--minutes` needs the scoring's cost from the first batch on: the
     # validation loop is compiled and then timed before `fit`.
     from keras_seq.data import TranslationCorpus
-    from zoo.recipes import translation as recipe
+    from zoo.recipes import translator as recipe
 
     pairs = [(f"ich sehe {w}.", f"i see {w}.") for w in "abcdefgh"]
     corpus = TranslationCorpus(train=pairs * 2, validation=pairs[:3], test=pairs[:3])

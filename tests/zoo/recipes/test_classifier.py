@@ -1,4 +1,5 @@
-"""The encoder and decoder recipes: their label checks and full epochs.
+"""`zoo.recipes.classifier` (and the masked language model beside it):
+the label checks and full epochs.
 
 A classifier's logits are the ids 0..K-1 of its classes, so labels that skip
 an id (say {0, 5}) are refused before anything is written. And every epoch
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from keras_seq import text
-from zoo.recipes import tasks
+from zoo.recipes import classifier, masked_language_model
 
 WORDS = ["good", "fine", "great", "nice", "bad", "poor", "awful", "dull"]
 TRAIN, VALIDATION, TEST = 48, 16, 16
@@ -93,7 +94,7 @@ def test_train_classifier_refuses_labels_that_are_not_class_ids(
 ):
     output_dir = tmp_path / "run"
     with pytest.raises(ValueError) as info:
-        tasks.train_classifier(corpus, str(output_dir), preset="tiny", verbose=0)
+        classifier.train_classifier(corpus, str(output_dir), preset="tiny", verbose=0)
     assert str(info.value) == message
     # Refused before the vocabulary is written.
     assert not output_dir.exists()
@@ -102,11 +103,11 @@ def test_train_classifier_refuses_labels_that_are_not_class_ids(
 def test_check_class_labels_counts_the_classes():
     three = _relabel(_sentences(TRAIN, 0), {0: 0, 1: 2})
     three[0] = (three[0][0], 1)
-    assert tasks.check_class_labels(_corpus(train=three)) == 3
+    assert classifier.check_class_labels(_corpus(train=three)) == 3
     # NumPy integers are class ids too; validation may lack a class.
     numpy_labels = [(s, np.int64(label)) for s, label in _sentences(TRAIN, 0)]
     corpus = _corpus(train=numpy_labels, validation=[("good.", 1)])
-    assert tasks.check_class_labels(corpus) == 2
+    assert classifier.check_class_labels(corpus) == 2
 
 
 # -- Full epochs ------------------------------------------------------------
@@ -140,7 +141,7 @@ def _assert_full_epochs(result, said, examples):
 
 def test_classifier_trains_full_epochs_without_running_out_of_data(tmp_path):
     result, said = _train_quietly(
-        tasks.train_classifier, _corpus(), str(tmp_path), preset="tiny",
+        classifier.train_classifier, _corpus(), str(tmp_path), preset="tiny",
         epochs=EPOCHS, vocabulary_size=40, batch_size=BATCH_SIZE,
         max_length=16, verbose=2,
     )  # fmt: skip
@@ -153,8 +154,9 @@ def test_masked_language_model_trains_full_epochs_without_running_out_of_data(
 ):
     texts = [sentence for sentence, _ in _sentences(TRAIN + VALIDATION, 3)]
     result, said = _train_quietly(
-        tasks.train_masked_language_model, (texts[:TRAIN], texts[TRAIN:]),
-        str(tmp_path), preset="tiny", epochs=EPOCHS, vocabulary_size=40,
+        masked_language_model.train_masked_language_model,
+        (texts[:TRAIN], texts[TRAIN:]), str(tmp_path), preset="tiny",
+        epochs=EPOCHS, vocabulary_size=40,
         batch_size=BATCH_SIZE, verbose=2,
     )  # fmt: skip
     _assert_full_epochs(result, said, TRAIN)

@@ -1,0 +1,247 @@
+"""`TrainedModel`: a trained model and its one preprocessor, ready to use.
+
+`zoo.recipes.model_dir.load_model_dir` makes one from a run directory,
+handing it the family's recipe and the preprocessor it read (once); it
+translates, classifies or generates through that preprocessor, the one the
+run saved: the same ids as in training and in the exported graph. This
+module imports no training code, no family module and no Keras at its top.
+"""
+
+import dataclasses
+
+from keras_seq.validation import check_int_in
+from zoo.recipes import inference
+from zoo.recipes.inputs import check_text_list
+from zoo.recipes.settings import TranslatorSettings
+
+
+def _tokenizers_of(preprocessor):
+    """The preprocessor's tokenizers by vocabulary key."""
+    if hasattr(preprocessor, "source_tokenizer"):
+        return {
+            "source": preprocessor.source_tokenizer,
+            "target": preprocessor.target_tokenizer,
+        }
+    return {"text": preprocessor.tokenizer}
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A trained model with its one preprocessor, as a model directory holds it.
+
+    Attributes:
+        path: str, the directory.
+        family: str, one of the family table's names.
+        model: the `keras.Model`.
+        run: dict, the contents of `run.json`.
+        tokenizers: dict of keras-hub tokenizers: `source` and `target`
+            for translators, `text` otherwise; the preprocessor's when it
+            is given. Given alone (a model built in Python), they make the
+            preprocessor, at the settings the family's recipe reads from
+            the model's config and `run`.
+        preprocessor: the model's `keras_seq.text` preprocessor.
+        recipe: the family's `Recipe` (`load_model_dir` hands it over;
+            None: looked up in the family table by `family`).
+    """
+
+    path: str
+    family: str
+    model: object
+    run: dict
+    tokenizers: dict = None
+    preprocessor: object = None
+    recipe: object = None
+
+    def __post_init__(self):
+        if self.recipe is None:
+            # Made by hand rather than by `load_model_dir`.
+            from zoo.recipes.families import FAMILIES
+
+            self.recipe = FAMILIES[self.family]
+        if self.preprocessor is not None:
+            self.tokenizers = _tokenizers_of(self.preprocessor)
+            return
+        if self.model is None or not self.tokenizers:
+            return
+        kind, settings = self.recipe.preprocessor(self.model.get_config(), self.run)
+        keys = self.recipe.vocabularies
+        self.preprocessor = kind(*(self.tokenizers[k] for k in keys), **settings)
+
+    def _require(self, command):
+        if not self.recipe.supports(command):
+            from zoo.recipes.families import supporting
+
+            raise ValueError(
+                f"{self.path} holds a {self.family}; {command} needs a "
+                f"{' or '.join(supporting(command))}."
+            )
+
+    @property
+    def output_vocabulary_size(self):
+        """The number of tokens the model chooses from (the target side)."""
+        config = self.model.get_config()
+        return config.get("target_vocabulary_size", config.get("vocabulary_size"))
+
+    def check_translate_options(
+        self, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+    ):
+        """Refuses options of `translate` this model cannot honour.
+
+        Called by `translate` before any text is tokenized; the command
+        line calls it before it reads its input.
+
+        Raises:
+            ValueError: naming the argument, its bound and the value.
+        """
+        self._require("translate")
+        check_int_in(
+            beam_width, "beam_width", 1, self.output_vocabulary_size,
+            "the target vocabulary size",
+        )  # fmt: skip
+        limit = getattr(self.model, "max_length", None)
+        check_int_in(
+            max_new_tokens, "max_new_tokens", 1, limit and limit - 1,
+            "the model's max_length - 1",
+        )  # fmt: skip
+
+    def translate(
+        self, texts, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+    ):
+        """Translates sentences, one output per input (blank in, "" out).
+
+        A sentence longer than the model's `max_length` tokens is cut to
+        it; a `TruncationWarning` says how many were (the preprocessor's
+        `decode_batches`).
+
+        Args:
+            texts: a list of str, or one str (one sentence).
+            beam_width: int in [1, target vocabulary size], beams of the
+                search; 1 decodes greedily.
+            max_new_tokens: int in [1, max_length - 1], or None (as many
+                as the model allows).
+
+        Returns:
+            A list of str, or one str for one str.
+
+        Raises:
+            ValueError: for an option out of its bounds, before any work.
+            TypeError: when `texts` is not a str or a list of str.
+        """
+        self.check_translate_options(beam_width, max_new_tokens)
+        if isinstance(texts, str):
+            return self.translate([texts], beam_width, max_new_tokens)[0]
+        texts = check_text_list(texts, "texts")
+        options = (
+            {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
+        )
+        return inference.translate_texts(
+            self.model,
+            self.preprocessor,
+            texts,
+            max_new_tokens=max_new_tokens,
+            **options,
+        )
+
+    def classify(self, texts):
+        """Class probabilities of texts, in the order of `class_names`.
+
+        Args:
+            texts: a list of str, or one str (one text).
+
+        Returns:
+            A float array (N, classes), or (classes,) for one str.
+        """
+        self._require("classify")
+        if isinstance(texts, str):
+            return self.classify([texts])[0]
+        texts = check_text_list(texts, "texts")
+        return inference.classify_texts(self.model, self.preprocessor, texts)
+
+    @property
+    def class_names(self):
+        """A classifier's class names, by id: the labels of its training
+        file (`["neg", "pos"]`), or the ids as text (`["0", "1"]`)."""
+        self._require("classify")
+        return self.preprocessor.label_names(self.model.get_config()["num_classes"])
+
+    def label(self, texts):
+        """The name of the most likely class of each text (see `classify`).
+
+        Returns:
+            A list of str, or one str for one str.
+        """
+        probabilities = self.classify(texts)
+        names = self.class_names
+        if isinstance(texts, str):
+            return names[int(probabilities.argmax())]
+        return [names[i] for i in probabilities.argmax(-1).tolist()]
+
+    def check_generate_options(
+        self, max_new_tokens=None, top_k=inference.SAMPLE_TOP_K, top_p=None, seed=0
+    ):
+        """Refuses options of `generate` this model cannot honour.
+
+        Raises:
+            ValueError: naming the argument, its bound and the value.
+        """
+        self._require("generate")
+        limit = self.preprocessor.max_length
+        check_int_in(
+            max_new_tokens, "max_new_tokens", 1, limit - 1,
+            "the model's max_length - 1",
+        )  # fmt: skip
+        check_int_in(
+            top_k, "top_k", 1, self.output_vocabulary_size, "the vocabulary size"
+        )
+        if top_p is not None and not (
+            isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0
+        ):
+            raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
+        check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
+
+    def generate(
+        self,
+        prompt,
+        max_new_tokens=None,
+        top_k=inference.SAMPLE_TOP_K,
+        top_p=None,
+        seed=0,
+    ):
+        """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
+
+        Training lines end with [END]; sampling runs past it, so the text
+        may span several lines, joined by " / ".
+
+        A seed fixes the draw: the same prompt and `seed` give the same
+        text on every call, whatever was generated before, and each prompt
+        of a list draws as it would alone; `seed=None` draws afresh.
+
+        Args:
+            prompt: str, the start of the text, or a list of str (each
+                continued on its own).
+            max_new_tokens: int in [1, max_length - 1], the new tokens (a
+                longer prompt keeps its last `max_length - max_new_tokens`
+                tokens, as the exported model's do), or None: as many as
+                the model's `max_length` leaves beside the prompt.
+            top_k: int in [1, vocabulary size], the sampler's k.
+            top_p: float in (0, 1] or None, the nucleus of the sampler
+                (within the `top_k` most likely tokens).
+            seed: int in [0, 2**31) or None, of the sampler.
+
+        Returns:
+            str, the prompt and its continuation; a list of str for a list.
+
+        Raises:
+            ValueError: for an option out of its bounds, before any work.
+            TypeError: when `prompt` is not a str or a list of str.
+        """
+        self.check_generate_options(max_new_tokens, top_k, top_p, seed)
+        if not isinstance(prompt, str):
+            prompts = check_text_list(prompt, "prompt")
+            return [
+                self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
+            ]
+        return inference.generate_text(
+            self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
+            seed,
+        )  # fmt: skip
