@@ -13,10 +13,12 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import defaults
 from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
 from keras_seq.layers.attention_decoder import DECODER_CELLS, AttentionDecoder
 from keras_seq.layers.score_attention import SCORES
 from keras_seq.masks import check_token_ids, padding_mask
+from keras_seq.text import RESERVED_TOKENS
 from keras_seq.validation import check_choice, check_positive_int, check_rate
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -147,6 +149,11 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
     """
 
     label_bound = "target_vocabulary_size"
+    # Never written into a translation (`keras_seq.defaults` says why).
+    unsamplable_token_ids = tuple(
+        RESERVED_TOKENS.index(token)
+        for token in defaults.TRANSLATION_UNSAMPLABLE_TOKENS
+    )
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import defaults
 from keras_seq.generation import (
     GenerativeModel,
     empty_self_attention_caches,
@@ -24,6 +25,7 @@ from keras_seq.layers import (
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids, padding_mask
+from keras_seq.text import RESERVED_TOKENS
 from keras_seq.validation import check_int_in, check_positive_int
 from zoo import presets as presets_lib
 from zoo.common import (
@@ -102,6 +104,11 @@ class Translator(GenerativeModel, TokenIdsModel):
     """
 
     label_bound = "target_vocabulary_size"
+    # Never written into a translation (`keras_seq.defaults` says why).
+    unsamplable_token_ids = tuple(
+        RESERVED_TOKENS.index(token)
+        for token in defaults.TRANSLATION_UNSAMPLABLE_TOKENS
+    )
 
     def __init__(
         self,

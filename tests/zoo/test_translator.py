@@ -49,6 +49,14 @@ def _source(seed=0):
     return ids
 
 
+def _decodable(model, logits):
+    """`logits` with the ids the model never writes at -inf: decoding
+    chooses among, and normalises over, the others."""
+    logits = np.array(keras.ops.convert_to_numpy(logits), "float64")
+    logits[..., list(model.unsamplable_token_ids)] = -np.inf
+    return logits
+
+
 def _full_recompute_greedy(model, source, steps):
     """Greedy decoding by one full forward pass per step, no cache.
 
@@ -65,7 +73,7 @@ def _full_recompute_greedy(model, source, steps):
             model({"encoder_token_ids": source, "decoder_token_ids": tokens})
         )[:, t]
         all_logits.append(logits)
-        ids.append(logits.argmax(-1).astype("int32"))
+        ids.append(_decodable(model, logits).argmax(-1).astype("int32"))
         if t + 1 < steps:
             tokens[:, t + 1] = ids[-1]
     return np.stack(ids, axis=1), np.stack(all_logits, axis=1)
@@ -146,9 +154,10 @@ def _sequence_log_prob(model, source_row, ids, end):
     if end in ids:
         ids = ids[: ids.index(end) + 1]
     decoder = np.array([[START] + ids[:-1]], "int32")
-    logits = np.asarray(
-        model({"encoder_token_ids": source_row[None], "decoder_token_ids": decoder})
-    )[0].astype("float64")
+    logits = _decodable(
+        model,
+        model({"encoder_token_ids": source_row[None], "decoder_token_ids": decoder})[0],
+    )
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     return sum(log_probs[t, token] for t, token in enumerate(ids)), len(ids)
 
@@ -200,3 +209,43 @@ def test_beam_search_refuses_bad_arguments():
         model.beam_search(_source(), beam_width=2, num_return=3)
     with pytest.raises(ValueError, match="beam_width"):
         model.beam_search(_source(), beam_width=0)
+
+
+# Reserved tokens.
+
+
+def _favouring_special_tokens(builder):
+    """A tiny untrained translator whose output bias puts [PAD] first,
+    [START] second and [MASK] third at every step: with one of them left
+    unsuppressed, decoding would write it."""
+    keras.utils.set_random_seed(4)
+    model = builder("tiny", source_vocabulary_size=40, target_vocabulary_size=40)
+    bias = next(v for v in model.weights if v.path.endswith("logits/bias"))
+    values = np.zeros(bias.shape, "float32")
+    values[[0, 2, 4]] = [30.0, 29.0, 28.0]
+    bias.assign(values)
+    return model
+
+
+@pytest.mark.parametrize("builder", [zoo.build_translator, zoo.build_rnn_translator])
+def test_translators_never_write_padding_start_or_mask(builder):
+    model = _favouring_special_tokens(builder)
+    assert tuple(model.unsamplable_token_ids) == (0, 2, 4)
+    source = np.random.default_rng(0).integers(5, 40, (3, 5)).astype("int32")
+    source[1, 3:] = 0
+    outputs = {
+        "greedy": model.generate(source, max_new_tokens=6, end_token_id=None),
+        "sample": model.generate(
+            source, max_new_tokens=6, strategy="sample", seed=1, end_token_id=None
+        ),
+        "beam": model.beam_search(
+            source, max_new_tokens=6, beam_width=3, num_return=3, end_token_id=None
+        )[0],
+    }
+    for name, ids in outputs.items():
+        ids = keras.ops.convert_to_numpy(ids)
+        assert not np.isin(ids, [0, 2, 4]).any(), (name, ids)
+    # The bias does decide: with nothing suppressed, greedy writes only them.
+    model.unsamplable_token_ids = ()
+    free = model.generate(source, max_new_tokens=6, end_token_id=None)
+    assert np.isin(keras.ops.convert_to_numpy(free), [0, 2, 4]).all()

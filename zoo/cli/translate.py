@@ -54,9 +54,12 @@ def run(args):
             "give exactly one of --model-dir, --saved-model and --ctranslate2."
         )
     check_at_least(args.beam_width, "--beam-width")
+    # Left out, each path's own API decides, and each reads
+    # `keras_seq.defaults`: the command adds no default of its own.
+    options = {} if args.beam_width is None else {"beam_width": args.beam_width}
     if args.ctranslate2:
         return ctranslate2_model.translate_command(
-            args.ctranslate2, args.texts, args.beam_width
+            args.ctranslate2, args.texts, **options
         )
     from zoo.recipes import saved_model
 
@@ -66,13 +69,12 @@ def run(args):
                 args.saved_model, read_texts(args.texts), args.beam_width
             )
     else:
-        beam_width = args.beam_width or TranslatorSettings.beam_width
         trained = load_model_dir(args.model_dir, "translate")
         with named_as_flags(beam_width="--beam-width"):
-            trained.check_translate_options(beam_width=beam_width)
+            trained.check_translate_options(**options)
         sentences = read_texts(args.texts)
         with truncation_note():
-            outputs = trained.translate(sentences, beam_width=beam_width)
+            outputs = trained.translate(sentences, **options)
     for output in outputs:
         print(output)
     return 0

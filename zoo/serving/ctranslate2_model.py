@@ -7,13 +7,23 @@ or with beams, tokenizing with `keras_seq.text.portable_tokenizer`. Neither
 this module nor those it imports load TensorFlow or Keras, nor does the
 command line that calls it (`keras-seq translate --ctranslate2 DIR`).
 
-Beam scores differ from `model.generate`'s in one way: CTranslate2 divides a
-hypothesis's log-probability by `length ** alpha`, `model.generate` by
-GNMT's `((5 + length) / 6) ** alpha`. At `length_penalty=0` both rank by
-the summed log-probabilities, and the two give the same n-best lists.
+It decodes as `TrainedModel.translate` and `model.generate` do, with their
+defaults (`keras_seq.defaults`): 4 beams and GNMT's length penalty 0.6,
+and never the reserved tokens a translator does not write
+(`defaults.TRANSLATION_UNSAMPLABLE_TOKENS`, CTranslate2's
+`suppress_sequences`). CTranslate2's own length penalty divides by
+`length ** alpha`, not GNMT's `((5 + length) / 6) ** alpha`; so it
+searches at penalty 0, where both rank by the summed log-probabilities
+and keep the same best hypothesis, and its n-best list is ranked here by
+GNMT's penalty, as `model.beam_search` ranks its beams at the end.
+
+A damaged directory (a file missing, empty or cut short, a vocabulary of
+another model) is refused with a `ValueError` of one line that names the
+file, before CTranslate2 reads it where it can be checked.
 """
 
 import json
+import math
 import os
 import sys
 
@@ -21,9 +31,15 @@ import numpy as np
 
 from keras_seq import defaults
 from keras_seq.text.portable_tokenizer import PortableTokenizer
+from keras_seq.text.vocabulary import END_ID, RESERVED_TOKENS
 from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, ServableBase
 
 EXPORT_FILE = "keras_seq.json"
+# What CTranslate2 reads: its configuration, its weights, and the
+# vocabularies it saved (one shared file when source and target agree).
+CONFIG_FILE = "config.json"
+MODEL_FILE = "model.bin"
+_EXPORT_AGAIN = "export the run again (keras-seq export --format ctranslate2)"
 
 
 def _require_ctranslate2():
@@ -35,6 +51,110 @@ def _require_ctranslate2():
             'pip install "keras-seq[ctranslate2]".'
         ) from None
     return ctranslate2
+
+
+def _read_settings(directory):
+    """`keras_seq.json`, checked: a translator's, with its lengths."""
+    path = os.path.join(directory, EXPORT_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            settings = json.load(file)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise ValueError(
+            f"{directory} is not a CTranslate2 export of keras-seq ({path}: {reason})"
+        ) from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path} must hold a JSON object; {_EXPORT_AGAIN}.")
+    if settings.get("family") != "translator":
+        raise ValueError(
+            f"{directory} holds a {settings.get('family')}; "
+            "CTranslate2Model translates with a translator export."
+        )
+    for key in ("max_length", "max_decoding_length"):
+        value = settings.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"{path} must give `{key}` as an int >= 1; it has {value!r}; "
+                f"{_EXPORT_AGAIN}."
+            )
+    return settings
+
+
+def _check_model_files(directory):
+    """Refuses a missing or unreadable `config.json`, or a missing or empty
+    `model.bin`, naming it: CTranslate2 answers them with a stack and a
+    message that names neither the file nor the fix."""
+    path = os.path.join(directory, CONFIG_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            config = json.load(file)
+    except OSError as error:
+        raise ValueError(f"{path}: {error.strerror}; {_EXPORT_AGAIN}.") from None
+    except ValueError as error:
+        raise ValueError(f"{path} is not JSON ({error}); {_EXPORT_AGAIN}.") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} must hold a JSON object; {_EXPORT_AGAIN}.")
+    path = os.path.join(directory, MODEL_FILE)
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: No such file; {_EXPORT_AGAIN}.")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{path} is empty (0 bytes); {_EXPORT_AGAIN}.")
+
+
+def _tokenizer(directory, side):
+    """The side's `PortableTokenizer`; a missing file is one `ValueError`."""
+    try:
+        return PortableTokenizer.from_directory(directory, side)
+    except OSError as error:
+        name = error.filename or directory
+        raise ValueError(f"{name}: {error.strerror}; {_EXPORT_AGAIN}.") from None
+
+
+def _check_vocabulary(directory, side, tokenizer):
+    """Refuses a tokenizer vocabulary that is not the one CTranslate2 saved
+    with the weights: another model's would map every id to the wrong
+    token, or to none (a larger model's ids)."""
+    path = os.path.join(directory, f"{side}_vocabulary.txt")
+    for name in (f"{side}_vocabulary.json", "shared_vocabulary.json"):
+        saved = os.path.join(directory, name)
+        if os.path.isfile(saved):
+            break
+    else:
+        return  # CTranslate2 reads the text vocabulary itself.
+    try:
+        with open(saved, encoding="utf-8") as file:
+            tokens = json.load(file)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise ValueError(f"{saved}: {reason}; {_EXPORT_AGAIN}.") from None
+    ours = list(tokenizer.vocabulary)
+    if tokens == ours:
+        return
+    if not isinstance(tokens, list) or len(tokens) != len(ours):
+        size = len(tokens) if isinstance(tokens, list) else "no list of"
+        raise ValueError(
+            f"{path} holds {len(ours)} tokens, but {MODEL_FILE} was exported with "
+            f"{size} ({name}): a vocabulary of another model; {_EXPORT_AGAIN}."
+        )
+    first = next(i for i, (a, b) in enumerate(zip(tokens, ours)) if a != b)
+    raise ValueError(
+        f"{path} is not the vocabulary {MODEL_FILE} was exported with: token "
+        f"{first} is {ours[first]!r} there and {tokens[first]!r} in {name}; "
+        f"{_EXPORT_AGAIN}."
+    )
+
+
+def _first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def gnmt_penalty(length, alpha):
+    """GNMT's length penalty `((5 + length) / 6) ** alpha` (Wu et al.,
+    2016), by which `model.beam_search` divides a hypothesis's summed
+    log-probability."""
+    return ((5.0 + length) / 6.0) ** alpha
 
 
 class CTranslate2Model:
@@ -54,13 +174,15 @@ class CTranslate2Model:
             where cores are free.
 
     Raises:
-        ValueError: when the directory is not a translator export.
+        ValueError: when the directory is not a translator export, or is
+            damaged (one line naming the file: missing, empty or cut short,
+            or a vocabulary of another model).
         ImportError: without the `ctranslate2` extra.
 
     Example:
 
     >>> model = CTranslate2Model("exports/ct2")  # doctest: +SKIP
-    >>> model.translate(["Ich bin hier."], beam_width=4)  # doctest: +SKIP
+    >>> model.translate(["Ich bin hier."])  # doctest: +SKIP
     ['i am here.']
     """
 
@@ -74,53 +196,113 @@ class CTranslate2Model:
     ):
         ctranslate2 = _require_ctranslate2()
         directory = os.fspath(directory)
-        path = os.path.join(directory, EXPORT_FILE)
-        try:
-            with open(path, encoding="utf-8") as file:
-                self.settings = json.load(file)
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"{directory} is not a CTranslate2 export of keras-seq "
-                f"({path}: {error})"
-            ) from None
-        if self.settings.get("family") != "translator":
-            raise ValueError(
-                f"{directory} holds a {self.settings.get('family')}; "
-                "CTranslate2Model translates with a translator export."
-            )
+        self.settings = _read_settings(directory)
         self.directory = directory
-        self.source_tokenizer = PortableTokenizer.from_directory(directory, "source")
-        self.target_tokenizer = PortableTokenizer.from_directory(directory, "target")
-        self.translator = ctranslate2.Translator(
-            directory,
-            device=device,
-            compute_type=compute_type,
-            inter_threads=inter_threads,
-            intra_threads=intra_threads,
-        )
+        self.source_tokenizer = _tokenizer(directory, "source")
+        self.target_tokenizer = _tokenizer(directory, "target")
+        for side in ("source", "target"):
+            _check_vocabulary(directory, side, getattr(self, f"{side}_tokenizer"))
+        _check_model_files(directory)
+        try:
+            self.translator = ctranslate2.Translator(
+                directory,
+                device=device,
+                compute_type=compute_type,
+                inter_threads=inter_threads,
+                intra_threads=intra_threads,
+            )
+        except (RuntimeError, ValueError) as error:
+            raise ValueError(
+                f"{os.path.join(directory, MODEL_FILE)} does not load "
+                f"(CTranslate2 {ctranslate2.__version__}: {_first_line(error)}); "
+                f"{_EXPORT_AGAIN}."
+            ) from None
+        vocabulary = self.target_tokenizer.vocabulary
+        self._target_ids = {token: i for i, token in enumerate(vocabulary)}
+        self._end_token = RESERVED_TOKENS[END_ID]
 
     @property
     def max_decoding_length(self):
         """The most tokens a translation has, as `model.generate`'s default."""
         return int(self.settings["max_decoding_length"])
 
-    def decoding_options(self, beam_width, length_penalty, num_hypotheses=1):
-        """`translate_batch`'s options for `model.generate`'s decoding."""
+    def decoding_options(self, beam_width, num_hypotheses=1):
+        """`translate_batch`'s options for `model.generate`'s decoding.
+
+        The length penalty is 0 here: the n-best list is ranked by GNMT's
+        afterwards (see the module docstring).
+        """
         return {
             "beam_size": beam_width,
             "num_hypotheses": num_hypotheses,
-            "length_penalty": float(length_penalty),
+            "length_penalty": 0.0,
             "max_decoding_length": self.max_decoding_length,
             # `model.generate` may end at the first step; CTranslate2's
             # default of 1 forbids that.
             "min_decoding_length": 0,
+            "suppress_sequences": [
+                [token] for token in defaults.TRANSLATION_UNSAMPLABLE_TOKENS
+            ],
         }
+
+    def search(
+        self,
+        rows,
+        beam_width=defaults.BEAM_WIDTH,
+        length_penalty=defaults.LENGTH_PENALTY,
+        max_batch_size=0,
+    ):
+        """Source id rows -> every beam's `(ids, score)`, best first.
+
+        Ranked as `model.beam_search` ranks its beams: by the summed
+        log-probability divided by `gnmt_penalty(length, length_penalty)`,
+        the length counting the end token where there is one.
+
+        Args:
+            rows: lists of source ids, without padding.
+            beam_width: int >= 1, 1 for greedy decoding.
+            length_penalty: float alpha of GNMT's penalty.
+            max_batch_size: int, CTranslate2's sub-batch size (0: one batch).
+
+        Returns:
+            Per row, a list of `beam_width` pairs (fewer where CTranslate2
+            finds fewer): the target ids (no start or end token) and the
+            length-normalised score.
+        """
+        if isinstance(beam_width, bool) or not isinstance(beam_width, int):
+            raise TypeError(f"`beam_width` must be an int; received {beam_width!r}.")
+        if beam_width < 1:
+            raise ValueError(f"`beam_width` must be >= 1; received {beam_width}.")
+        if not math.isfinite(length_penalty):
+            raise ValueError(
+                f"`length_penalty` must be finite; received {length_penalty}."
+            )
+        results = self.translator.translate_batch(
+            self.source_tokenizer.id_to_token_rows(rows),
+            max_batch_size=max_batch_size,
+            return_scores=True,
+            return_end_token=True,
+            **self.decoding_options(beam_width, beam_width),
+        )
+        ranked = []
+        for result in results:
+            hypotheses = []
+            for tokens, score in zip(result.hypotheses, result.scores):
+                ids = [self._target_ids[token] for token in tokens]
+                length = max(len(ids), 1)
+                if tokens and tokens[-1] == self._end_token:
+                    ids.pop()
+                hypotheses.append((ids, score / gnmt_penalty(length, length_penalty)))
+            # Stable: equal scores keep CTranslate2's order.
+            hypotheses.sort(key=lambda hypothesis: -hypothesis[1])
+            ranked.append(hypotheses)
+        return ranked
 
     def translate_ids(
         self,
         rows,
         beam_width=1,
-        length_penalty=0.0,
+        length_penalty=defaults.LENGTH_PENALTY,
         num_hypotheses=1,
         max_batch_size=0,
     ):
@@ -128,9 +310,10 @@ class CTranslate2Model:
 
         Args:
             rows: lists of source ids, without padding.
-            beam_width: int, 1 for greedy decoding.
-            length_penalty: float alpha; CTranslate2 divides scores by
-                `length ** alpha` (see the module docstring).
+            beam_width: int, 1 (the default, as `model.generate`'s greedy
+                strategy) for greedy decoding.
+            length_penalty: float alpha of GNMT's penalty, as
+                `model.beam_search`'s (see `search`).
             num_hypotheses: int, hypotheses kept per sentence.
             max_batch_size: int, CTranslate2's sub-batch size (0: one batch).
 
@@ -145,21 +328,20 @@ class CTranslate2Model:
                 "`beam_width` must be >= 1 and `num_hypotheses` in [1, beam_width]; "
                 f"received {beam_width} and {num_hypotheses}."
             )
-        target = self.target_tokenizer
-        results = self.translator.translate_batch(
-            self.source_tokenizer.id_to_token_rows(rows),
-            max_batch_size=max_batch_size,
-            **self.decoding_options(beam_width, length_penalty, num_hypotheses),
-        )
-        index = {token: i for i, token in enumerate(target.vocabulary)}
-        best = [
-            [[index[t] for t in hypothesis] for hypothesis in result.hypotheses]
-            for result in results
-        ]
+        ranked = self.search(rows, beam_width, length_penalty, max_batch_size)
+        best = [[ids for ids, _ in row[:num_hypotheses]] for row in ranked]
         return [b[0] for b in best] if num_hypotheses == 1 else best
 
-    def translate(self, sentences, beam_width=1, length_penalty=0.0, batch_size=32):
-        """Sentences -> translations, as `TrainedModel.translate`.
+    def translate(
+        self,
+        sentences,
+        beam_width=defaults.BEAM_WIDTH,
+        length_penalty=defaults.LENGTH_PENALTY,
+        batch_size=32,
+    ):
+        """Sentences -> translations, as `TrainedModel.translate` (the same
+        defaults: `keras_seq.defaults.BEAM_WIDTH` beams, GNMT's
+        `LENGTH_PENALTY`).
 
         A sentence without tokens translates to an empty string; sources
         longer than the model's `max_length` are cut to it (`truncated`
@@ -242,16 +424,18 @@ class CTranslate2Servable(ServableBase):
 
     Its signatures are the SavedModel's text ones: `serving_default`
     (`sentences` -> `translations`, greedy) and `beam_search` (`sentences`
-    -> `translations` (B, n) and `scores` (B, n), best first, with
-    CTranslate2's length penalty `length ** alpha`).
+    -> `translations` (B, n) and `scores` (B, n), best first, each score
+    the summed log-probability divided by GNMT's length penalty, as the
+    SavedModel's).
 
     Args:
         path: the export directory; version: int, the version served.
         beam_width: beams of `beam_search`, which returns them all.
-        length_penalty: alpha of `beam_search`.
+        length_penalty: GNMT's alpha of `beam_search`.
 
     Raises:
-        LoadError: when the directory is not a translator export.
+        LoadError: when the directory is not a translator export, or is
+            damaged (one line naming the file).
     """
 
     def __init__(
@@ -263,10 +447,8 @@ class CTranslate2Servable(ServableBase):
     ):
         try:
             self.model = CTranslate2Model(path)
-        except (ValueError, ImportError, RuntimeError) as error:
-            raise LoadError(
-                f"{path} does not load as a CTranslate2 export: {error}"
-            ) from None
+        except (ValueError, ImportError) as error:
+            raise LoadError(str(error)) from None
         self.path = path
         self.version = version
         self.beam_width = beam_width
@@ -282,7 +464,7 @@ class CTranslate2Servable(ServableBase):
         self.signatures = {s.name: s for s in (beam, greedy)}
 
     def _greedy(self, texts):
-        outputs = self.model.translate(texts)
+        outputs = self.model.translate(texts, beam_width=1)
         return {"translations": np.array([t.encode() for t in outputs], object)}
 
     def _beams(self, texts):
@@ -292,17 +474,14 @@ class CTranslate2Servable(ServableBase):
         scores = np.zeros((len(rows), n), np.float32)
         filled = [i for i, row in enumerate(rows) if row]
         if filled:
-            results = self.model.translator.translate_batch(
-                self.model.source_tokenizer.id_to_token_rows([rows[i] for i in filled]),
-                **self.model.decoding_options(n, self.length_penalty, n),
-                return_scores=True,
+            ranked = self.model.search(
+                [rows[i] for i in filled], n, self.length_penalty
             )
-            target = self.model.target_tokenizer
-            for i, result in zip(filled, results):
-                for j, (tokens, score) in enumerate(
-                    zip(result.hypotheses, result.scores)
-                ):
-                    translations[i, j] = target.join(tokens).encode()
+            detokenize = self.model.target_tokenizer.detokenize
+            for i, hypotheses in zip(filled, ranked):
+                outputs = detokenize([ids for ids, _ in hypotheses])
+                for j, (text, (_, score)) in enumerate(zip(outputs, hypotheses)):
+                    translations[i, j] = text.encode()
                     scores[i, j] = score
         return {"translations": translations, "scores": scores}
 
@@ -329,14 +508,17 @@ def add_translate_arguments(parser):
     )
 
 
-def translate_command(directory, texts, beam_width=None, length_penalty=0.0):
+def translate_command(
+    directory,
+    texts,
+    beam_width=defaults.BEAM_WIDTH,
+    length_penalty=defaults.LENGTH_PENALTY,
+):
     """Prints one translation per sentence; returns the exit status."""
     try:
         model = CTranslate2Model(directory)
         outputs = model.translate(
-            _read_lines(texts),
-            beam_width=beam_width or 1,
-            length_penalty=length_penalty,
+            _read_lines(texts), beam_width=beam_width, length_penalty=length_penalty
         )
     except (ValueError, ImportError) as error:
         print(f"keras-seq: --ctranslate2 {directory}: {error}", file=sys.stderr)

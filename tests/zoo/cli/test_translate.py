@@ -4,6 +4,8 @@ or stdin, and its refusals."""
 import json
 import shutil
 
+import pytest
+
 from keras_seq.text.vocabulary import RESERVED_TOKENS
 from tests.zoo.conftest import run_cli
 
@@ -69,3 +71,26 @@ def test_a_lowercased_directory_loads_and_translates(tiny_runs, tmp_path):
         result = run_cli("translate", "--model-dir", directory, *cased, in_process=True)
         assert result.returncode == 0, result.stderr[-2000:]
         assert result.stdout.splitlines() == lines
+
+
+def test_ctranslate2_and_the_model_dir_agree_at_the_defaults(translator_run, tmp_path):
+    """Both decode with `keras_seq.defaults` (4 beams, GNMT length penalty
+    0.6) when --beam-width is left out, and give the same strings."""
+    pytest.importorskip("ctranslate2")
+    out = translator_run[0]
+    export_dir = tmp_path / "ct2"
+    exported = run_cli(
+        "export", "--model-dir", out, "--export-dir", export_dir,
+        "--format", "ctranslate2", in_process=True,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    sentences = ("Ich sehe du.", "Er mag sie.", "wir kennen ich.", "Du rufe er.")
+    results = {
+        flag: run_cli("translate", flag, path, *sentences, in_process=True)
+        for flag, path in (("--model-dir", out), ("--ctranslate2", export_dir))
+    }
+    for result in results.values():
+        assert result.returncode == 0, result.stderr[-2000:]
+    lines = results["--model-dir"].stdout.splitlines()
+    assert len(lines) == len(sentences) and any(lines)
+    assert results["--ctranslate2"].stdout.splitlines() == lines

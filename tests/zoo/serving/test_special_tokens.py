@@ -1,0 +1,121 @@
+"""A translator whose weights favour [PAD], [START] and [MASK] answers the
+same ids and strings on every path, none of them holding those tokens:
+in-process decoding (what `TrainedModel.translate` runs), the SavedModel,
+CTranslate2, and both servers."""
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from keras_seq import export, text
+from keras_seq.text.vocabulary import END_ID
+from tests.zoo.serving.http_client import call
+from zoo.recipes.translation import translate_texts
+from zoo.serving import ModelServer
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+from zoo.serving.ctranslate2_model import (  # noqa: E402
+    CTranslate2Model,
+    CTranslate2Servable,
+)
+
+WORDS = [f"w{i}" for i in range(30)] + [".", "!", "?"]
+VOCABULARY = list(text.RESERVED_TOKENS) + WORDS
+SPECIAL = [VOCABULARY.index(t) for t in ("[PAD]", "[START]", "[MASK]")]
+SENTENCES = ["w1 w2 w3.", "w4 w5!", "w6 w7 w8 w9 w10?", "w11", "w12 w13 w14."]
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    """The favouring model, its preprocessor, its SavedModel and its
+    CTranslate2 export, each made once."""
+    keras.utils.set_random_seed(0)
+    model = zoo.build_translator(
+        "tiny", vocabulary_size=len(VOCABULARY), model_dim=16, ff_dim=32, max_length=8
+    )
+    bias = next(v for v in model.weights if v.path == "logits/bias")
+    values = np.zeros(bias.shape, "float32")
+    # [PAD] first, [START] second, [MASK] third at every step: each one
+    # left unsuppressed would be written.
+    values[SPECIAL] = [30.0, 29.0, 28.0]
+    bias.assign(values)
+    preprocessor = text.TranslationPreprocessor(
+        text.make_tokenizer(VOCABULARY), max_length=model.max_length
+    )
+    root = tmp_path_factory.mktemp("special")
+    saved = export.export_translator(model, preprocessor, root / "saved")
+    preprocessor.save(root / "preprocessor")
+    from keras_seq.export.ctranslate2 import export_ctranslate2
+
+    ct2 = export_ctranslate2(model, root / "preprocessor", root / "ct2")
+    return model, preprocessor, str(saved), str(ct2)
+
+
+def _ids(generated):
+    rows = keras.ops.convert_to_numpy(generated).tolist()
+    return [row[: row.index(END_ID)] if END_ID in row else row for row in rows]
+
+
+def test_the_bias_would_write_them_unsuppressed(paths):
+    model, preprocessor, _, _ = paths
+    source = preprocessor.generate_preprocess(SENTENCES)
+    model.unsamplable_token_ids = ()
+    try:
+        ids = keras.ops.convert_to_numpy(model.generate(source))
+    finally:
+        del model.unsamplable_token_ids  # The class's again.
+    assert np.isin(ids, SPECIAL).all()
+
+
+def test_every_path_gives_the_same_ids_and_strings_without_them(paths):
+    import tensorflow as tf
+
+    model, preprocessor, saved, ct2 = paths
+    assert tuple(model.unsamplable_token_ids) == tuple(SPECIAL)
+    source = preprocessor.generate_preprocess(SENTENCES)
+    greedy_ids = _ids(model.generate(source))
+    beam_ids = _ids(model.generate(source, strategy="beam"))
+    for rows in (greedy_ids, beam_ids):
+        assert not any(set(row) & set(SPECIAL) for row in rows), rows
+        assert any(rows)  # Not only empty translations.
+    engine = CTranslate2Model(ct2)
+    rows = [list(r[r > 0]) for r in keras.ops.convert_to_numpy(source)]
+    assert engine.translate_ids(rows) == greedy_ids
+    assert engine.translate_ids(rows, beam_width=4) == beam_ids
+
+    expected = {
+        "greedy": translate_texts(model, preprocessor, SENTENCES),
+        # `TrainedModel.translate`'s default decoding.
+        "beam": translate_texts(model, preprocessor, SENTENCES, strategy="beam"),
+    }
+    for strings in expected.values():
+        assert not any("[" in s for s in strings), strings
+    signatures = tf.saved_model.load(saved).signatures
+    batch = tf.constant(SENTENCES)
+    got = {
+        "greedy": signatures["serving_default"](sentences=batch)["translations"],
+        "beam": signatures["beam_search"](sentences=batch)["translations"][:, 0],
+    }
+    assert {k: [s.decode() for s in v.numpy()] for k, v in got.items()} == expected
+    assert engine.translate(SENTENCES, beam_width=1) == expected["greedy"]
+    assert engine.translate(SENTENCES) == expected["beam"]
+
+    for path, servable_class in ((saved, None), (ct2, CTranslate2Servable)):
+        server = ModelServer(
+            path, 1, "m", port=0, servable_class=servable_class
+        ).start().load()  # fmt: skip
+        try:
+            url = "/v1/models/m:predict"
+            status, body = call(server.url, "POST", url, {"instances": SENTENCES})
+            assert status == 200 and body["predictions"] == expected["greedy"], path
+            request = {"signature_name": "beam_search", "instances": SENTENCES}
+            status, body = call(server.url, "POST", url, request)
+            assert status == 200
+            best = [p["translations"][0] for p in body["predictions"]]
+            assert best == expected["beam"], path
+            every = [t for p in body["predictions"] for t in p["translations"]]
+            assert not any("[" in t for t in every), every
+        finally:
+            server.stop(grace=5)
