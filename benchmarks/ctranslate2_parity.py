@@ -135,7 +135,11 @@ def measure(run, ct2_threads=1, limit=None):
             max_new_tokens=length,
         )  # fmt: skip
         nbest_theirs = engines["float32"].translate_ids(
-            rows, beam_width=BEAMS, num_hypotheses=BEAMS, max_batch_size=128
+            rows,
+            beam_width=BEAMS,
+            num_hypotheses=BEAMS,
+            length_penalty=0.0,
+            max_batch_size=128,
         )
         pairs = list(zip(nbest_ours, nbest_theirs))
         report["beams_alpha0"] = {
