@@ -77,6 +77,9 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
 
     recipe = FAMILIES[name]
     machine = machine or RuntimeSettings()
+    # A directory that can never hold the run is refused before the data
+    # is read and said (claim checks it again, under its lock).
+    run_dir.check_writable(output_dir, "--output-dir")
     corpus = corpus or recipe.read_corpus(data, chosen)
     data_record = corpora.data_record(data)
     by_content = dict(data_record)

@@ -294,3 +294,21 @@ def test_train_and_zoo_train_refuse_a_bad_setting_in_the_same_words(
         zoo.train("translator", [("a", "b")], tmp_path / "api", **{argument: value})
     assert str(refused.value) == message.format(f"`{argument}`")
     assert not (tmp_path / "cli").exists() and not (tmp_path / "api").exists()
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_the_data_is_read(tmp_path):
+    """The refusal comes first: no line about the data before it."""
+    data = tmp_path / "pairs.tsv"
+    write_pairs(data)
+    taken = tmp_path / "taken"
+    taken.write_text("not a directory", encoding="utf-8")
+    result = run_cli(
+        "train", "translator", "--data", data, "--output-dir", taken,
+        "--preset", "tiny", "--epochs", "1", in_process=True,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        f"keras-seq: --output-dir {taken} is a file; expected a directory.\n",
+    )
+    assert taken.read_text(encoding="utf-8") == "not a directory"
