@@ -87,7 +87,7 @@ def train(
     'i see you.'
     """
     from keras_seq import validation
-    from zoo.recipes import model_dir, settings, workflow
+    from zoo.recipes import model_dir, said, settings, workflow
     from zoo.recipes.families import FAMILIES
     from zoo.recipes.inputs import UsageError
 
@@ -131,7 +131,8 @@ def train(
     )
     output_dir = os.fspath(output_dir)
     try:
-        workflow.train(family, data, output_dir, chosen, overwrite=overwrite)
+        result = workflow.train(family, data, output_dir, chosen, overwrite=overwrite)
+        said.announce_result(family, result, chosen, output_dir)
         return model_dir.load_model_dir(output_dir)
     except UsageError as error:
         # The command line's refusals, whose messages name the fix.

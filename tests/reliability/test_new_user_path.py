@@ -279,8 +279,8 @@ def test_a_str_is_one_text_and_bounds_are_checked_first(
         "classifier_dir", "classifier", classifier, {"max_length": 16},
         {"text": tokenizer},
     )  # fmt: skip
-    row = classifier_dir.classify("w1 w2 w3")
-    np.testing.assert_allclose(row, classifier_dir.classify(["w1 w2 w3"])[0])
+    row = classifier_dir.probabilities("w1 w2 w3")
+    np.testing.assert_allclose(row, classifier_dir.probabilities(["w1 w2 w3"])[0])
     assert row.shape == (classifier.get_config()["num_classes"],)
     # The list APIs below take no str: one would be read as its characters.
     sentences = "w1 w2."

@@ -244,7 +244,7 @@ def test_classifier_gives_the_golden_ids_on_every_path(classifier_dir):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (ids, _), *_ = list(preprocessor.dataset(TEXTS, labels, len(TEXTS)))
-        probabilities = trained.classify(TEXTS)
+        probabilities = trained.probabilities(TEXTS)
     assert (
         _notes(caught)
         == [
@@ -273,7 +273,7 @@ def test_classifier_serves_the_golden_ids_and_probabilities(classifier_dir, tmp_
     assert tokenized["truncated"].numpy().tolist() == [False] * 7 + [True]
     out = served.signatures["serving_default"](texts=tf.constant(TEXTS))
     with pytest.warns(text.TruncationWarning):
-        expected = trained.classify(TEXTS)
+        expected = trained.probabilities(TEXTS)
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 

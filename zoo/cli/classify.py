@@ -35,9 +35,7 @@ def run(args):
     texts = read_texts(args.texts, "texts")
     trained = load_model_dir(args.model_dir, "classify")
     with truncation_note():
-        probabilities = trained.classify(texts) if texts else []
-    names = trained.class_names
-    for row in probabilities:
-        label = int(row.argmax())
-        print(f"{names[label]}\t{row[label]:.4f}")
+        classified = trained.classify(texts) if texts else []
+    for label, probability, _ in classified:
+        print(f"{label}\t{probability:.4f}")
     return 0

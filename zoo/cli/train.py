@@ -395,7 +395,7 @@ def run(args):
     advice = settings.recipe_advice(chosen)
     if advice:
         print(advice, flush=True)
-    from zoo.recipes import workflow
+    from zoo.recipes import said, workflow
 
     runtime = {
         name: getattr(args, name)
@@ -407,9 +407,5 @@ def run(args):
         args.family, args.data, output_dir, chosen,
         overwrite=args.overwrite, machine=machine,
     )  # fmt: skip
-    params = result.model.count_params()
-    print(f"{args.family}: {result.summary(chosen)}; {params:,} parameters")
-    for note in result.notes:
-        print(note)
-    print(f"saved to {output_dir}")
+    said.announce_result(args.family, result, chosen, output_dir)
     return 0

@@ -96,7 +96,7 @@ class ClassifierRecipe(Recipe):
     def evaluate(self, trained, corpus, chosen):
         """Test accuracy of a loaded run."""
         print(f"classifying the {len(corpus.test):,} test texts...", flush=True)
-        probabilities = trained.classify([t for t, _ in corpus.test])
+        probabilities = trained.probabilities([t for t, _ in corpus.test])
         labels = [label for _, label in corpus.test]
         if getattr(corpus, "class_names", None):
             labels = _as_run_ids(labels, corpus.class_names, trained.class_names)

@@ -59,3 +59,22 @@ def announce_model(model, preset, presets, overrides):
             changes = ", ".join(f"{k}={v}" for k, v in overrides.items())
             line += f", without {changes}"
     print(line, flush=True)
+
+
+def announce_result(family, result, chosen, output_dir):
+    """Says the lines a finished `train` ends with, on the command line and
+    in `zoo.train` alike: the test figures, the recipe's notes, the
+    parameters and where the run was saved.
+
+    Args:
+        family: str, the family's name.
+        result: the recipe's typed result (`summary(chosen)`, `notes`,
+            `model`).
+        chosen: the recipe's settings of the run.
+        output_dir: str, the run directory.
+    """
+    params = result.model.count_params()
+    print(f"{family}: {result.summary(chosen)}; {params:,} parameters")
+    for note in result.notes:
+        print(note)
+    print(f"saved to {output_dir}", flush=True)

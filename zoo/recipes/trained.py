@@ -8,6 +8,7 @@ module imports no training code, no family module and no Keras at its top.
 """
 
 import dataclasses
+import typing
 
 from keras_seq.validation import check_int_in
 from zoo.recipes import inference
@@ -23,6 +24,15 @@ def _tokenizers_of(preprocessor):
             "target": preprocessor.target_tokenizer,
         }
     return {"text": preprocessor.tokenizer}
+
+
+class Classification(typing.NamedTuple):
+    """One text's class: the most likely `label`, its `probability`, and
+    every class's probability by name."""
+
+    label: str
+    probability: float
+    probabilities: dict
 
 
 @dataclasses.dataclass
@@ -143,6 +153,23 @@ class TrainedModel:
         )
 
     def classify(self, texts):
+        """The most likely class of each text and its probability: what
+        `keras-seq classify` prints (`label<TAB>probability`).
+
+        Args:
+            texts: a list of str, or one str (one text).
+
+        Returns:
+            A list of `Classification(label, probability, probabilities)`
+            (`probabilities`: class name -> probability), or one for one
+            str.
+        """
+        rows = self.probabilities(texts)
+        if isinstance(texts, str):
+            return self._classification(rows)
+        return [self._classification(row) for row in rows]
+
+    def probabilities(self, texts):
         """Class probabilities of texts, in the order of `class_names`.
 
         Args:
@@ -153,9 +180,16 @@ class TrainedModel:
         """
         self._require("classify")
         if isinstance(texts, str):
-            return self.classify([texts])[0]
+            return self.probabilities([texts])[0]
         texts = check_text_list(texts, "texts")
         return inference.classify_texts(self.model, self.preprocessor, texts)
+
+    def _classification(self, row):
+        names = self.class_names
+        best = int(row.argmax())
+        return Classification(
+            names[best], float(row[best]), dict(zip(names, map(float, row)))
+        )
 
     @property
     def class_names(self):
@@ -170,11 +204,9 @@ class TrainedModel:
         Returns:
             A list of str, or one str for one str.
         """
-        probabilities = self.classify(texts)
-        names = self.class_names
         if isinstance(texts, str):
-            return names[int(probabilities.argmax())]
-        return [names[i] for i in probabilities.argmax(-1).tolist()]
+            return self.classify(texts).label
+        return [classified.label for classified in self.classify(texts)]
 
     def check_generate_options(
         self, max_new_tokens=None, top_k=inference.SAMPLE_TOP_K, top_p=None, seed=0

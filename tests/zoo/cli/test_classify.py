@@ -58,12 +58,22 @@ def test_text_labels_train_and_classify_by_name(named_run):
     trained = model_dir.load_model_dir(str(named_run))
     assert trained.class_names == ["neg", "pos"]
     texts = ["du is good", "er is bad"]
-    probabilities = trained.classify(texts)
+    probabilities = trained.probabilities(texts)
     expected = [["neg", "pos"][i] for i in probabilities.argmax(-1)]
     assert trained.label(texts) == expected
     assert trained.label(texts[0]) == expected[0]
+    # From Python, what the command line prints: label and probability.
+    classified = trained.classify(texts)
+    assert [c.label for c in classified] == expected
+    assert trained.classify(texts[0]) == classified[0]
+    for c, row in zip(classified, probabilities):
+        assert c.probabilities == pytest.approx(dict(zip(["neg", "pos"], row)))
+        assert c.probability == pytest.approx(row.max())
     result = run_cli("classify", "--model-dir", named_run, *texts, in_process=True)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == "".join(
+        f"{c.label}\t{c.probability:.4f}\n" for c in classified
+    )
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert [label for label, _ in rows] == expected
     np.testing.assert_allclose(

@@ -39,7 +39,7 @@ def test_save_then_load_gives_the_same_model_and_vocabulary(classifier_dir):
     assert trained.tokenizers["text"].get_vocabulary() == VOCABULARY
     ids = np.asarray([[5, 6, 7, 0]], "int32")
     np.testing.assert_allclose(trained.model(ids), model(ids), atol=1e-6)
-    row = trained.classify("good film.")
+    row = trained.probabilities("good film.")
     assert row.shape == (2,) and abs(float(row.sum()) - 1) < 1e-5
 
 
