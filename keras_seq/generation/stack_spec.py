@@ -152,9 +152,13 @@ def refusal(stack, equal_head_widths=False, activations=None):
     embedding, blocks, final_norm, output = _specs(stack)
     found = [embedding.refusal, final_norm.refusal]
     found.append(None if output is None else output.refusal)
-    dtypes = {layer.compute_dtype for layer in stack.layers()}
-    if len(dtypes) != 1:
-        found.append(f"dtype={sorted(dtypes)}")
+    # Mixed precision casts the weights at every call; the blocks' sublayers
+    # take their block's policy.
+    layers = stack.layers()
+    dtypes = {(layer.compute_dtype, layer.variable_dtype) for layer in layers}
+    if len(dtypes) != 1 or len(set(next(iter(dtypes)))) != 1:
+        names = sorted({layer.dtype_policy.name for layer in layers})
+        found.append(f"dtype_policy={names[0] if len(names) == 1 else names!r}")
     for block in blocks:
         norms = [block.self_attention_norm, block.feed_forward_norm]
         norms.append(block.cross_attention_norm)

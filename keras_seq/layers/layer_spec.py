@@ -12,9 +12,10 @@ export) and sees later weight updates.
 Each record also says what would keep a plain re-implementation from
 giving the layer's numbers (`refusal`: `"<option>=<value>"`, or None):
 a quantized or LoRA projection, a layer norm with RMS scaling or over
-other axes, mixed precision (which casts the weights at every call), an
-attention subclass. `keras_seq.generation.stack_spec` gathers them for a
-whole stack.
+other axes, mixed precision in a token table (which casts the weights at
+every call), an attention subclass. `keras_seq.generation.stack_spec`
+gathers them for a whole stack, and checks its layers' dtype policies
+once for all of them.
 
 Shape legend:
     D: input width
@@ -155,16 +156,10 @@ class EmbeddingSpec:
     refusal: object = None
 
 
-def _precision_refusal(layer):
-    if layer.compute_dtype != layer.variable_dtype:
-        return f"dtype_policy={layer.dtype_policy.name!r}"
-    return None
-
-
 def projection_spec(layer):
     """The `ProjectionSpec` of a built `Dense` or `EinsumDense`."""
     mode = getattr(layer, "quantization_mode", None)
-    refusal = _precision_refusal(layer)
+    refusal = None
     if mode:
         refusal = f"quantization_mode={mode!r}"
     elif getattr(layer, "lora_enabled", False):
@@ -182,7 +177,7 @@ def norm_spec(layer):
         return NormSpec()
     if type(layer) is not keras.layers.LayerNormalization:
         return NormSpec(refusal=f"norm={type(layer).__name__}")
-    refusal = _precision_refusal(layer)
+    refusal = None
     if layer.rms_scaling:
         refusal = "rms_scaling=True"
     elif tuple(layer.axis) not in ((-1,), (2,)):
