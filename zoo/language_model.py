@@ -17,6 +17,7 @@ from keras_seq.generation import (
     resolve_max_new_tokens,
 )
 from keras_seq.generation.fast_step import torch_decoder_step
+from keras_seq.generation.stack_spec import Stack
 from keras_seq.layers import TokenAndPositionEmbedding, TransformerDecoderBlock
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.masks import check_token_ids
@@ -216,14 +217,20 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
             logits = self.output_dense(y)  # (B, 1, V)
         return logits[:, 0, :], tuple(updated)
 
-    def fast_decoding_step(self):
-        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
-        step = torch_decoder_step(
+    def decoder_stack(self):
+        """The layers as a `keras_seq.generation.stack_spec.Stack`, what the
+        fast paths (PyTorch's step, the CTranslate2 writer) read; no output
+        layer when it is tied to the token table."""
+        return Stack(
             self.token_embedding,
-            self.decoder_blocks,
+            tuple(self.decoder_blocks),
             self.decoder_norm,
             None if self.tie_embeddings else self.output_dense,
         )
+
+    def fast_decoding_step(self):
+        """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
+        step = torch_decoder_step(self.decoder_stack())
         if step is None:
             return None
         return lambda token_ids, index, context, cache: step(token_ids, index, cache)

@@ -18,6 +18,7 @@ from keras_seq.generation import (
     resolve_max_new_tokens,
 )
 from keras_seq.generation.fast_step import torch_decoder_step, torch_encoder
+from keras_seq.generation.stack_spec import Stack
 from keras_seq.layers import (
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -327,20 +328,26 @@ class Translator(GenerativeModel, TokenIdsModel):
         logits = self._logits(self.decoder_norm(y))  # (B, 1, V)
         return logits[:, 0, :], tuple(updated)
 
-    def _torch_step(self):
-        return torch_decoder_step(
+    def encoder_stack(self):
+        """The encoder's layers as a `keras_seq.generation.stack_spec.Stack`,
+        what the fast paths (PyTorch's step, the CTranslate2 writer) read."""
+        return Stack(
+            self.source_embedding, tuple(self.encoder_blocks), self.encoder_norm
+        )
+
+    def decoder_stack(self):
+        """The decoder's layers as a `Stack`; no output layer when tied."""
+        return Stack(
             self.target_embedding,
-            self.decoder_blocks,
+            tuple(self.decoder_blocks),
             self.decoder_norm,
             None if self.tie_embeddings else self.output_dense,
         )
 
     def fast_start_decoding(self):
         """`start_decoding` in plain PyTorch (`keras_seq.generation.fast_step`)."""
-        encoder = torch_encoder(
-            self.source_embedding, self.encoder_blocks, self.encoder_norm
-        )
-        step = self._torch_step()
+        encoder = torch_encoder(self.encoder_stack())
+        step = torch_decoder_step(self.decoder_stack())
         if encoder is None or step is None:
             return None
 
@@ -353,7 +360,7 @@ class Translator(GenerativeModel, TokenIdsModel):
 
     def fast_decoding_step(self):
         """`decoding_step` in plain PyTorch (`keras_seq.generation.fast_step`)."""
-        step = self._torch_step()
+        step = torch_decoder_step(self.decoder_stack())
         if step is None:
             return None
 

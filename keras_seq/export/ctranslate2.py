@@ -10,9 +10,14 @@ Shape legend:
 
 `export_ctranslate2` maps a Transformer translator (`TransformerSpec`) or a
 decoder-only language model (`TransformerDecoderModelSpec`) onto
-CTranslate2's specification, weight by weight, reading the Keras model's
-variables by their stable paths (`encoder_block_0/self_attention/query/
-kernel`, ...) and its hyperparameters from `get_config()`:
+CTranslate2's specification, weight by weight, from the flat weight spec
+of each of the model's stacks (`keras_seq.generation.stack_spec.flatten`
+over `model.encoder_stack()` and `model.decoder_stack()`, the spec
+PyTorch's decoding step reads too), and its hyperparameters from
+`get_config()`; what it cannot express (`stack_spec.refusal`: heads whose
+`value_dim` differs from `key_dim`, an activation other than ReLU or
+GELU, a quantized or mixed-precision layer, ...) is refused in one line
+naming the option:
 
 | keras-seq                                | CTranslate2                           |
 |------------------------------------------|---------------------------------------|
@@ -46,9 +51,7 @@ import json
 import os
 import shutil
 
-import keras
-import numpy as np
-
+from keras_seq.generation import stack_spec
 from keras_seq.text.vocabulary import (
     END_ID,
     PAD_ID,
@@ -95,181 +98,113 @@ def _family(model):
     )
 
 
-class _Weights:
-    """The model's variables as float32 NumPy arrays, by path."""
-
-    def __init__(self, model):
-        self.arrays = {
-            v.path: np.asarray(keras.ops.convert_to_numpy(v), dtype="float32")
-            for v in model.weights
-        }
-
-    def get(self, path):
-        return self.arrays.get(path)
-
-    def __getitem__(self, path):
-        if path not in self.arrays:
-            raise ValueError(f"The model has no variable {path!r}; it cannot export.")
-        return self.arrays[path]
-
-
 def _linear(spec, kernel, bias):
-    """A Keras kernel (D_in, ..., D_out) or (..., D_in) -> spec (D_out, D_in)."""
-    spec.weight = kernel
+    """A flat (D_in, D_out) kernel and its bias -> spec (D_out, D_in)."""
+    spec.weight = kernel.T
     if bias is not None:
         spec.bias = bias
 
 
-def _projections(weights, prefix, names):
-    """Kernels (D, N, H) -> one (len(names) N H, D) weight, biases fused."""
-    kernels, biases = [], []
-    for name in names:
-        kernel = weights[f"{prefix}/{name}/kernel"]  # (D, N, H)
-        kernels.append(kernel.reshape(kernel.shape[0], -1).T)  # (NH, D)
-        bias = weights.get(f"{prefix}/{name}/bias")  # (N, H) or None
-        biases.append(None if bias is None else bias.reshape(-1))
-    bias = None if biases[0] is None else np.concatenate(biases)
-    return np.concatenate(kernels), bias
-
-
-def _set_attention(spec, weights, prefix, self_attention):
+def _set_attention(spec, attention, self_attention):
+    """`FlatAttention` -> one fused (3NH, D) linear (self), or a query and a
+    fused key-value linear (cross), then W_c as (D, NH)."""
     if self_attention:
-        _linear(
-            spec.linear[0], *_projections(weights, prefix, ("query", "key", "value"))
-        )
+        _linear(spec.linear[0], *attention.fused)
     else:
-        _linear(spec.linear[0], *_projections(weights, prefix, ("query",)))
-        _linear(spec.linear[1], *_projections(weights, prefix, ("key", "value")))
-    kernel = weights[f"{prefix}/attention_output/kernel"]  # (N, H, D)
-    _linear(
-        spec.linear[-1],
-        kernel.reshape(-1, kernel.shape[-1]).T,  # (D, NH)
-        weights.get(f"{prefix}/attention_output/bias"),
+        _linear(spec.linear[0], *attention.query)
+        _linear(spec.linear[1], *attention.fused)
+    _linear(spec.linear[-1], *attention.output)
+
+
+def _set_norm(spec, norm):
+    spec.gamma = norm.gamma
+    spec.beta = norm.beta
+
+
+def _set_block(spec, block):
+    _set_attention(spec.self_attention, block.self_attention, True)
+    _set_norm(spec.self_attention.layer_norm, block.self_attention_norm)
+    if block.cross_attention is not None:
+        _set_attention(spec.attention, block.cross_attention, False)
+        _set_norm(spec.attention.layer_norm, block.cross_attention_norm)
+    _linear(spec.ffn.linear_0, *block.inner)
+    _linear(spec.ffn.linear_1, *block.outer)
+    _set_norm(spec.ffn.layer_norm, block.feed_forward_norm)
+
+
+def _flat(stack):
+    """The stack's flat NumPy spec, or one line naming what CTranslate2
+    cannot express."""
+    reason = stack_spec.refusal(
+        stack, equal_head_widths=True, activations=tuple(_ACTIVATIONS)
     )
-
-
-def _set_norm(spec, weights, prefix):
-    spec.gamma = weights[f"{prefix}/gamma"]
-    spec.beta = weights[f"{prefix}/beta"]
-
-
-def _set_block(spec, weights, prefix, cross):
-    _set_attention(spec.self_attention, weights, f"{prefix}/self_attention", True)
-    _set_norm(
-        spec.self_attention.layer_norm, weights, f"{prefix}/self_attention_layer_norm"
-    )
-    if cross:
-        _set_attention(spec.attention, weights, f"{prefix}/cross_attention", False)
-        _set_norm(
-            spec.attention.layer_norm, weights, f"{prefix}/cross_attention_layer_norm"
-        )
-    for i, name in enumerate(("intermediate_dense", "output_dense")):
-        dense = f"{prefix}/feed_forward/{name}"
-        _linear(
-            getattr(spec.ffn, f"linear_{i}"),
-            weights[f"{dense}/kernel"].T,  # (F, D) then (D, F)
-            weights.get(f"{dense}/bias"),
-        )
-    _set_norm(spec.ffn.layer_norm, weights, f"{prefix}/feed_forward_layer_norm")
-
-
-def _position_table(model, embedding_name):
-    """(L, D): what the embedding's position layer adds at every position."""
-    embedding = model.get_layer(embedding_name)
-    zeros = keras.ops.zeros((1, embedding.max_length, embedding.embedding_dim))
-    table = embedding.position_embedding(zeros)  # (1, L, D)
-    return np.asarray(keras.ops.convert_to_numpy(table), dtype="float32")[0]
-
-
-def _check_heads(config, block):
-    model_dim, num_heads = config["model_dim"], config["num_heads"]
-    key_dim = config.get("key_dim") or model_dim // num_heads
-    value_dim = config.get("value_dim") or key_dim
-    if key_dim != value_dim:
+    if reason is not None:
         raise ValueError(
-            "CTranslate2 attention has one head width, so `key_dim` must equal "
-            f"`value_dim`; received {key_dim} and {value_dim}."
+            f"CTranslate2 cannot express this model: {reason} (its attention "
+            f"has one head width; its activations are {sorted(_ACTIVATIONS)})."
         )
-    activation = block.get_config().get("activation", "relu")
-    if activation not in _ACTIVATIONS:
-        raise ValueError(
-            f"CTranslate2 export supports the activations {sorted(_ACTIVATIONS)}; "
-            f"the model's feed-forward layers use {activation!r}."
-        )
-    return key_dim, _ACTIVATIONS[activation]
+    return stack_spec.flatten(stack, "numpy")
 
 
-def _translator_spec(model, weights):
-    from ctranslate2.specs import common_spec, transformer_spec
+def _options(flat, config):
+    from ctranslate2.specs import common_spec
+
+    block = flat.blocks[0]
+    return {
+        "pre_norm": bool(config["norm_first"]),
+        "activation": getattr(
+            common_spec.Activation, _ACTIVATIONS[block.activation_name]
+        ),
+        "head_dim": block.self_attention.key_dim,
+    }
+
+
+def _set_stack(side, flat, encoder):
+    embeddings = side.embeddings[0] if encoder else side.embeddings
+    embeddings.weight = flat.table  # (V, D)
+    side.scale_embeddings = flat.scale != 1.0
+    side.position_encodings.encodings = flat.positions  # (L, D)
+    for layer, block in zip(side.layer, flat.blocks, strict=True):
+        _set_block(layer, block)
+    if flat.final_norm is not None:
+        _set_norm(side.layer_norm, flat.final_norm)
+
+
+def _set_projection(decoder, flat):
+    if flat.output is None:
+        decoder.projection.weight = flat.table  # tied: (V, D)
+    else:
+        _linear(decoder.projection, *flat.output)
+
+
+def _translator_spec(model):
+    from ctranslate2.specs import transformer_spec
 
     config = model.get_config()
-    head_dim, activation = _check_heads(config, model.get_layer("encoder_block_0"))
-    options = {
-        "pre_norm": bool(config["norm_first"]),
-        "activation": getattr(common_spec.Activation, activation),
-        "head_dim": head_dim,
-    }
+    source, target = _flat(model.encoder_stack()), _flat(model.decoder_stack())
+    options = _options(source, config)
     encoder = transformer_spec.TransformerEncoderSpec(
-        config["num_encoder_layers"], config["num_heads"], **options
+        len(source.blocks), config["num_heads"], **options
     )
     decoder = transformer_spec.TransformerDecoderSpec(
-        config["num_decoder_layers"], config["num_heads"], **options
+        len(target.blocks), config["num_heads"], **options
     )
-    spec = transformer_spec.TransformerSpec(encoder, decoder)
-    tied = bool(config["tie_embeddings"])
-    target = "source_embedding" if tied else "target_embedding"
-    for side, name, stack in (
-        (encoder, "source_embedding", "encoder"),
-        (decoder, target, "decoder"),
-    ):
-        table = weights[f"{name}/token_embedding/embeddings"]  # (V, D)
-        embeddings = side.embeddings[0] if stack == "encoder" else side.embeddings
-        embeddings.weight = table
-        side.scale_embeddings = bool(config["scale_embeddings"])
-        side.position_encodings.encodings = _position_table(model, name)
-        count = config[f"num_{stack}_layers"]
-        for i in range(count):
-            _set_block(side.layer[i], weights, f"{stack}_block_{i}", stack == "decoder")
-        if config["norm_first"]:
-            _set_norm(side.layer_norm, weights, f"{stack}_norm")
-    if tied:
-        decoder.projection.weight = weights[
-            "source_embedding/token_embedding/embeddings"
-        ]
-    else:
-        _linear(
-            decoder.projection, weights["logits/kernel"].T, weights.get("logits/bias")
-        )
-    return spec
+    _set_stack(encoder, source, encoder=True)
+    _set_stack(decoder, target, encoder=False)
+    _set_projection(decoder, target)
+    return transformer_spec.TransformerSpec(encoder, decoder)
 
 
-def _language_model_spec(model, weights):
-    from ctranslate2.specs import common_spec, transformer_spec
+def _language_model_spec(model):
+    from ctranslate2.specs import transformer_spec
 
     config = model.get_config()
-    head_dim, activation = _check_heads(config, model.get_layer("decoder_block_0"))
+    flat = _flat(model.decoder_stack())
     spec = transformer_spec.TransformerDecoderModelSpec.from_config(
-        config["num_layers"],
-        config["num_heads"],
-        pre_norm=bool(config["norm_first"]),
-        activation=getattr(common_spec.Activation, activation),
-        head_dim=head_dim,
+        len(flat.blocks), config["num_heads"], **_options(flat, config)
     )
-    decoder = spec.decoder
-    table = weights["token_embedding/token_embedding/embeddings"]  # (V, D)
-    decoder.embeddings.weight = table
-    decoder.scale_embeddings = bool(model.get_layer("token_embedding").scale_embeddings)
-    decoder.position_encodings.encodings = _position_table(model, "token_embedding")
-    for i in range(config["num_layers"]):
-        _set_block(decoder.layer[i], weights, f"decoder_block_{i}", cross=False)
-    if config["norm_first"]:
-        _set_norm(decoder.layer_norm, weights, "decoder_norm")
-    if config["tie_embeddings"]:
-        decoder.projection.weight = table
-    else:
-        _linear(
-            decoder.projection, weights["logits/kernel"].T, weights.get("logits/bias")
-        )
+    _set_stack(spec.decoder, flat, encoder=False)
+    _set_projection(spec.decoder, flat)
     return spec
 
 
@@ -320,7 +255,7 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
     if os.path.exists(output_dir):
         raise ValueError(f"`output_dir` {output_dir} exists; choose a new directory.")
     family = _family(model)
-    _refuse_keras_quantized(model)
+    _refuse_keras_quantized(model, family)
     require_ctranslate2()
     config = model.get_config()
     preprocessor_dir = os.fspath(preprocessor_dir)
@@ -357,26 +292,28 @@ def export_ctranslate2(model, preprocessor_dir, output_dir, quantization="float3
     return output_dir
 
 
-def _refuse_keras_quantized(model):
+def _stacks(model, family):
+    if family == "translator":
+        return [model.encoder_stack(), model.decoder_stack()]
+    return [model.decoder_stack()]
+
+
+def _refuse_keras_quantized(model, family):
     """Refuses a model that Keras quantized: CTranslate2 quantizes float
     weights itself, and Keras' int8 tables carry scales of their own that
     its specification has no place for."""
-    quantized = sorted(
-        layer.path
-        for layer in model._flatten_layers()
-        if getattr(layer, "quantization_mode", None) is not None
-    )
-    if quantized:
-        raise ValueError(
-            f"`model` is quantized (layers {quantized[:3]}...); export the "
-            "float model and choose `quantization` here instead."
-        )
+    for stack in _stacks(model, family):
+        reason = stack_spec.refusal(stack)
+        if reason is not None and reason.startswith("quantization_mode="):
+            raise ValueError(
+                f"`model` is quantized ({reason}); export the float model and "
+                "choose `quantization` here instead."
+            )
 
 
 def _spec(model, family, preprocessor_dir):
     """The CTranslate2 specification of `model` with its vocabularies, and
     the special tokens its config names."""
-    weights = _Weights(model)
     config = model.get_config()
     tokens = {
         "unk_token": RESERVED_TOKENS[UNK_ID],
@@ -384,7 +321,7 @@ def _spec(model, family, preprocessor_dir):
         "eos_token": RESERVED_TOKENS[END_ID],
     }
     if family == "translator":
-        spec = _translator_spec(model, weights)
+        spec = _translator_spec(model)
         source = _vocabulary(
             preprocessor_dir, PREPROCESSOR_FILES[0], config["source_vocabulary_size"]
         )
@@ -395,7 +332,7 @@ def _spec(model, family, preprocessor_dir):
         spec.register_target_vocabulary(target)
         tokens["decoder_start_token"] = RESERVED_TOKENS[START_ID]
     else:
-        spec = _language_model_spec(model, weights)
+        spec = _language_model_spec(model)
         name = next(
             (
                 n

@@ -15,11 +15,10 @@ Shape legend:
     M: max_new_tokens
 """
 
-import keras
 from keras import ops
 
 from keras_seq import defaults
-from keras_seq.layers.attention_kernels import compiles_with_xla
+from keras_seq.generation.loop_policy import current as current_policy
 from keras_seq.masks import masked_value
 from keras_seq.validation import check_positive_int
 
@@ -55,14 +54,14 @@ def top_k_by_blocks(values, k, block_size=64):
     largest entries lies in one of the k blocks with the largest maxima.
     XLA on the CPU sorts the whole row for `top_k`; here the full row is
     only read once, by a max reduction, and only k blocks are sorted. On
-    PyTorch it is `ops.top_k` (`compiles_with_xla` says why), whose order
+    PyTorch it is `ops.top_k` (`LoopPolicy.top_k`), whose order
     among equal values is not fixed.
     """
     size = values.shape[-1]
     if size < k:  # Fewer entries than asked for: the rest are -inf.
         values = ops.pad(values, [[0, 0], [0, k - size]], constant_values=-float("inf"))
         size = k
-    if not compiles_with_xla():
+    if current_policy().top_k == "plain":
         return ops.top_k(values, k)
     if size <= k * block_size:
         return ops.top_k(values, k)
@@ -99,12 +98,7 @@ def default_steps_per_check():
     loop eagerly and reads the predicate on the host on every device, so
     there too the check runs every 8 steps.
     """
-    if not compiles_with_xla():
-        return 8
-    devices = keras.distribution.list_devices()
-    if all(str(device).lower().startswith("cpu") for device in devices):
-        return 1
-    return 8
+    return current_policy().steps_per_check()
 
 
 def check_num_return(num_return, beam_width):
@@ -229,7 +223,7 @@ def beam_search(
         return tokens, scores, finished, lengths, state
 
     carry = (tokens, scores, finished, lengths, state)
-    if not compiles_with_xla():
+    if not current_policy().compiled:
         advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
         carry = _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check)
     elif stops:
@@ -290,7 +284,7 @@ def take_rows(tensor, rows):
     `keras.ops`' per-call conversions and index checks: `rows` are the
     search's own, always in range.
     """
-    if compiles_with_xla():
+    if current_policy().gather == "take":
         return ops.take(tensor, rows, axis=0)
     return tensor.index_select(0, rows)
 

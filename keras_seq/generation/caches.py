@@ -13,7 +13,8 @@ from keras import ops
 def empty_self_attention_caches(decoder_blocks, batch_size, length, dtype):
     """Zeroed self-attention caches, one (B, 2, N, L, H) per decoder block.
 
-    Keys then values, heads first (`MultiHeadAttention.cache_shape`). A
+    Keys then values, heads first
+    (`TransformerDecoderBlock.self_attention_cache_shape`). A
     tuple of separate tensors, not one stacked tensor: a compiled decoding
     loop then updates each cache in place, where slicing a block's cache
     out of a stack and stacking the results again would copy every cache
@@ -29,6 +30,6 @@ def empty_self_attention_caches(decoder_blocks, batch_size, length, dtype):
         A tuple with one zeroed cache per block.
     """
     return tuple(
-        ops.zeros(block._self_attention.cache_shape(batch_size, length), dtype=dtype)
+        ops.zeros(block.self_attention_cache_shape(batch_size, length), dtype=dtype)
         for block in decoder_blocks
     )

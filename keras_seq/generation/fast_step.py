@@ -31,12 +31,16 @@ The encoder mirrors `TransformerEncoderBlock` (Fig. 7.15 (a)) the same way
 over the whole (B, S) source, with its padding mask, and the step computes
 the cross-attention caches from the encoder's output.
 
-Both are built once for a set of layers and kept while their weights are
+Both are built from the stack's flat weight spec
+(`keras_seq.generation.stack_spec.flatten`, which the CTranslate2 writer
+reads too) once for a set of layers and kept while their weights are
 unchanged (`torch_weights.WeightsVersion`): what they derive (joined
 kernels, position tables) is then not recomputed at every call of
-`generate`. Models they cannot mirror exactly (mixed precision, quantized
-or LoRA projections, a custom layer norm) get `None` and decode through
-their ordinary path.
+`generate`. Models they cannot mirror exactly get `None` and decode
+through their ordinary path: those `stack_spec.refusal` names (mixed
+precision, quantized or LoRA projections, a custom layer norm or
+attention), and heads whose `value_dim` differs from `key_dim`, whose
+padded caches the step does not lay out.
 
 Shape legend:
     B: batch size
@@ -48,91 +52,88 @@ Shape legend:
     V: vocabulary size
 """
 
-import math
 import weakref
 
 import keras
 
+from keras_seq import masks
+from keras_seq.generation import stack_spec
 from keras_seq.generation import torch_weights as tw
+from keras_seq.generation.loop_policy import current as current_policy
 
 # Built steps and encoders by their first block, with the weights' version.
 _BUILT = weakref.WeakKeyDictionary()
 
 
-def torch_decoder_step(embedding, blocks, final_norm, output_dense=None):
-    """A `TorchDecoderStep` over these layers, or None where it cannot be.
+def torch_decoder_step(stack):
+    """A `TorchDecoderStep` over a decoder stack, or None where it cannot be.
 
     Args:
-        embedding: the built `TokenAndPositionEmbedding` of the decoder's
-            input, also the output layer when `output_dense` is None (tied
-            embeddings).
-        blocks: the built `TransformerDecoderBlock`s.
-        final_norm: a `keras.layers.LayerNormalization` or
-            `keras.layers.Identity` after the blocks.
-        output_dense: the `keras.layers.Dense` output layer, or None.
+        stack: a `stack_spec.Stack` of built layers: the decoder's
+            `TokenAndPositionEmbedding` (also the output layer when
+            `output_dense` is None: tied embeddings), its
+            `TransformerDecoderBlock`s, the closing norm and the `Dense`
+            output layer or None.
 
     Returns:
         A `TorchDecoderStep`, or None off PyTorch, while gradients are
         recorded (the step writes the caches in place), or for layers it
-        does not mirror exactly.
+        does not mirror exactly (`mirror_refusal`).
     """
-    layers = (embedding, final_norm, output_dense)
-    return _built(TorchDecoderStep, layers, blocks)
+    return _built(TorchDecoderStep, stack)
 
 
-def torch_encoder(embedding, blocks, final_norm):
-    """A `TorchEncoder` over these layers, or None where it cannot be.
+def torch_encoder(stack):
+    """A `TorchEncoder` over an encoder stack, or None where it cannot be.
 
     Args:
-        embedding: the built `TokenAndPositionEmbedding` of the source.
-        blocks: the built `TransformerEncoderBlock`s.
-        final_norm: a `keras.layers.LayerNormalization` or
-            `keras.layers.Identity` after the blocks.
+        stack: a `stack_spec.Stack` of the source's
+            `TokenAndPositionEmbedding`, the `TransformerEncoderBlock`s and
+            the closing norm.
 
     Returns:
         A `TorchEncoder`, or None as `torch_decoder_step`.
     """
-    return _built(TorchEncoder, (embedding, final_norm), blocks)
+    return _built(TorchEncoder, stack)
 
 
-def _built(kind, layers, blocks):
-    """`kind(*layers, blocks)`, reused while the weights are unchanged."""
-    if keras.backend.backend() != "torch":
+def mirror_refusal(stack):
+    """Why the PyTorch step does not mirror `stack`, or None where it does.
+
+    `stack_spec.refusal`, and heads of unequal widths: the step writes
+    (B, 2, N, L, H) caches of one head width.
+    """
+    return stack_spec.refusal(stack, equal_head_widths=True)
+
+
+def _built(kind, stack):
+    """`kind(flat stack)`, reused while the weights are unchanged."""
+    if not current_policy().fast_step or keras.backend.backend() != "torch":
         return None
     import torch  # The PyTorch backend only.
 
-    if torch.is_grad_enabled() or not tw.mirrors(layers, blocks):
+    if torch.is_grad_enabled() or mirror_refusal(stack) is not None:
         return None
-    key = (kind, *map(id, layers), *map(id, blocks))
-    kept = _BUILT.get(blocks[0])
+    layers = stack.layers()
+    key = (kind, *map(id, layers))
+    kept = _BUILT.get(stack.blocks[0])
     if kept is not None and kept[0] == key and kept[1].current():
         return kept[2]
-    every = [layer for layer in (*layers, *blocks) if layer is not None]
-    variables = [variable for layer in every for variable in layer.variables]
+    variables = [variable for layer in layers for variable in layer.variables]
     version = tw.WeightsVersion(variables)
-    made = kind(*layers, blocks)
-    _BUILT[blocks[0]] = (key, version, made)
+    made = kind(stack_spec.flatten(stack, "torch"))
+    _BUILT[stack.blocks[0]] = (key, version, made)
     return made
-
-
-def _position_table(embedding):
-    """(L_max, D): the embedding's position code for every position."""
-    zeros = keras.ops.zeros(
-        (1, embedding.max_length, embedding.embedding_dim), embedding.dtype
-    )
-    return embedding.position_embedding(zeros)[0]
 
 
 class _Embedding:
     """`TokenAndPositionEmbedding` as a table lookup plus position codes."""
 
-    def __init__(self, embedding):
-        self.table = embedding.token_embedding.embeddings.value  # (V, D)
+    def __init__(self, flat):
+        self.table = flat.table  # (V, D)
         # Each row scaled once, not at every step: the same products.
-        self.rows = self.table
-        if embedding.scale_embeddings:
-            self.rows = self.table * math.sqrt(embedding.embedding_dim)
-        self.positions = _position_table(embedding)  # (L_max, D)
+        self.rows = self.table if flat.scale == 1.0 else self.table * flat.scale
+        self.positions = flat.positions  # (L_max, D)
 
     def __call__(self, ids, positions):
         return self.rows[ids] + positions  # (..., D)
@@ -149,16 +150,16 @@ class TorchEncoder:
         (B, S) boolean padding mask.
     """
 
-    def __init__(self, embedding, final_norm, blocks):
-        self._embedding = _Embedding(embedding)
-        self._blocks = [_EncoderBlockWeights(block) for block in blocks]
-        self._final_norm = tw.norm_weights(final_norm)
+    def __init__(self, flat):
+        self._embedding = _Embedding(flat)
+        self._blocks = [_EncoderBlockWeights(block) for block in flat.blocks]
+        self._final_norm = flat.final_norm
 
     def __call__(self, token_ids):
         import torch  # The PyTorch backend only.
 
         ids = torch.as_tensor(keras.ops.convert_to_tensor(token_ids))
-        source_mask = ids != 0  # (B, S)
+        source_mask = masks.padding_mask(ids)  # (B, S)
         x = self._embedding(ids, self._embedding.positions[: ids.shape[1]])
         # Keys are masked by the source's padding; a query that is padding,
         # or has no real key at all, gets a zero attention output.
@@ -173,11 +174,9 @@ class TorchEncoder:
 class _EncoderBlockWeights(tw.BlockWeights):
     """One `TransformerEncoderBlock`'s weights, for (B, S, D) sequences."""
 
-    def __init__(self, block):
-        super().__init__(block)
-        self.attention = tw.AttentionWeights(
-            block._self_attention, ("query", "key", "value")
-        )
+    def __init__(self, flat):
+        super().__init__(flat)
+        self.attention = tw.AttentionWeights(flat.self_attention)
 
     def self_attention(self, x, key_mask, has_key):
         import torch  # The PyTorch backend only.
@@ -215,14 +214,13 @@ class TorchDecoderStep:
         (B, V) logits of the next id, and the caches.
     """
 
-    def __init__(self, embedding, final_norm, output_dense, blocks):
-        self._embedding = _Embedding(embedding)
-        self._blocks = [_DecoderBlockWeights(block) for block in blocks]
-        self._final_norm = tw.norm_weights(final_norm)
-        if output_dense is None:
+    def __init__(self, flat):
+        self._embedding = _Embedding(flat)
+        self._blocks = [_DecoderBlockWeights(block) for block in flat.blocks]
+        self._final_norm = flat.final_norm
+        self._output = flat.output
+        if flat.output is None:
             self._output = (self._embedding.table.t(), None)  # (D, V), tied
-        else:
-            self._output = tw.dense_weights(output_dense)
 
     def cross_attention_caches(self, encoded):
         """Keys and values of z* (B, S, D) for every block, computed once.
@@ -238,7 +236,7 @@ class TorchDecoderStep:
         ids = token_ids[:, 0]  # (B,)
         x = self._embedding(ids, self._embedding.positions[index])  # (B, D)
         # A padding query attends to nothing: its attention outputs are 0.
-        real = (ids != 0)[:, None]  # (B, 1)
+        real = masks.padding_mask(token_ids)  # (B, 1)
         has_source, mask = None, None
         if source_mask is not None:
             has_source = real & source_mask.any(dim=1, keepdim=True)  # (B, 1)
@@ -255,15 +253,13 @@ class TorchDecoderStep:
 class _DecoderBlockWeights(tw.BlockWeights):
     """One `TransformerDecoderBlock`'s weights, laid out for (B, D) rows."""
 
-    def __init__(self, block):
-        super().__init__(block)
-        self.attention = tw.AttentionWeights(
-            block._self_attention, ("query", "key", "value")
-        )
+    def __init__(self, flat):
+        super().__init__(flat)
+        self.attention = tw.AttentionWeights(flat.self_attention)
         self.cross = None
-        if block._cross_attention is not None:
-            self.cross = tw.AttentionWeights(block._cross_attention, ("key", "value"))
-            self.cross_norm = tw.norm_weights(block._cross_attention_norm)
+        if flat.cross_attention is not None:
+            self.cross = tw.AttentionWeights(flat.cross_attention)
+            self.cross_norm = flat.cross_attention_norm
 
     def cross_attention_cache(self, encoded):
         """(B, S, D) -> the (B, 2, N, S, H) keys and values of z*."""

@@ -37,6 +37,7 @@ from keras_seq.generation import draws
 from keras_seq.generation.beam import beam_search as run_beam_search
 from keras_seq.generation.beam import check_num_return, take_rows, tile_beams
 from keras_seq.generation.draws import fresh_seed
+from keras_seq.generation.loop_policy import current as current_policy
 from keras_seq.generation.sampling import (
     given_buffer,
     make_sampler,
@@ -45,7 +46,6 @@ from keras_seq.generation.sampling import (
     token_masker,
     zero_after_end,
 )
-from keras_seq.layers.attention_kernels import compiles_with_xla
 from keras_seq.masks import padding_mask, token_logits_mask
 from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import (
@@ -223,10 +223,14 @@ class GenerativeModel:
         return None
 
     def _loop_step(self):
-        return self.fast_decoding_step() or self.decoding_step
+        if current_policy().fast_step:
+            return self.fast_decoding_step() or self.decoding_step
+        return self.decoding_step
 
     def _loop_start(self):
-        return self.fast_start_decoding() or self.start_decoding
+        if current_policy().fast_step:
+            return self.fast_start_decoding() or self.start_decoding
+        return self.start_decoding
 
     def quantize(self, mode=None, **kwargs):
         """`keras.Model.quantize`, then the compiled loops are dropped.
@@ -511,7 +515,7 @@ class GenerativeModel:
         mask = token_masker(self._allowed_ids(end_token_id))
 
         def next_logits(buffer, cache, index):
-            if compiles_with_xla():
+            if current_policy().compiled:
                 previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])
             else:  # Eager, with a Python int index: a view, no `keras.ops` call.
                 previous = buffer[:, index - 1 : index]  # (B, 1)

@@ -23,13 +23,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_seq.layers.attention_kernels import compiles_with_xla
+from keras_seq.generation.loop_policy import EAGER_STEPS_PER_CHECK
+from keras_seq.generation.loop_policy import current as current_policy
 from keras_seq.masks import mask_token_logits, masked_value, unread_ids
 
 STRATEGIES = ("greedy", "sample", "beam")
-# Steps between two reads of "has every row ended?" on PyTorch (see
-# `eager_sampler_loop`).
-EAGER_STEPS_PER_CHECK = 8
 # The largest batch that `generate` and `beam_search` run on one PyTorch
 # thread (`one_thread`).
 ONE_THREAD_BATCH = 4
@@ -71,9 +69,9 @@ def first_argmax(logits):
     The same as `ops.argmax(logits, axis=-1)`, as a max and a min over the
     vocabulary: XLA on the CPU runs argmax's paired (value, index)
     reduction element by element, and two plain reductions in vector
-    registers. On PyTorch it is `ops.argmax` (`compiles_with_xla`).
+    registers. On PyTorch it is `ops.argmax` (`LoopPolicy.argmax`).
     """
-    if not compiles_with_xla():
+    if current_policy().argmax == "argmax":
         return ops.cast(ops.argmax(logits, axis=-1), "int32")
     size = logits.shape[-1]
     largest = ops.max(logits, axis=-1, keepdims=True)  # (B, 1)
@@ -95,7 +93,7 @@ def token_masker(allowed):
     """
     if allowed is None:
         return lambda logits: logits
-    if compiles_with_xla():
+    if current_policy().masker == "where":
         return lambda logits: mask_token_logits(logits, allowed)
     import torch  # The PyTorch backend only.
 
@@ -207,7 +205,7 @@ def run_sampler(sampler, next_logits, buffer, cache, index, kept, stop_ids, mode
 
     keras-hub's `ops.while_loop` on XLA; `eager_sampler_loop` on PyTorch.
     """
-    if compiles_with_xla():
+    if current_policy().compiled:
         return sampler(
             next_logits,
             buffer,

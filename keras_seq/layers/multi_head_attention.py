@@ -17,6 +17,7 @@ from keras import ops
 
 from keras_seq import masks as masks_lib
 from keras_seq.layers import attention_kernels as kernels
+from keras_seq.layers import layer_spec
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.validation import (
     check_choice,
@@ -310,14 +311,16 @@ class MultiHeadAttention(keras.layers.Layer):
             # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
             scores = ops.einsum("btnh,bsnh->bnts", queries, keys)
         else:
-            scores = kernels.cached_scores(queries, cache)  # (B, N, T, S)
+            widened = self._widen(queries, self.key_dim)  # (B, T, N, W)
+            scores = kernels.cached_scores(widened, cache)  # (B, N, T, S)
         weights = self._attention_weights(scores, mask)  # (B, N, T, S)
         dropped = self._dropout_layer(weights, training=training)
         if cache is None:
             # (B, N, T, S) x (B, S, N, V) -> (B, T, N, V)
             context = ops.einsum("bnts,bsnv->btnv", dropped, values)
         else:
-            context = kernels.cached_context(dropped, cache)  # (B, T, N, V)
+            context = kernels.cached_context(dropped, cache)  # (B, T, N, W)
+            context = context[..., : self.value_dim]  # (B, T, N, V)
         return context, weights
 
     def _attention_weights(self, scores, mask):
@@ -446,8 +449,8 @@ class MultiHeadAttention(keras.layers.Layer):
             keys = kernels.project_heads(self._key_dense, key)  # (B, S, N, H)
             values = kernels.project_heads(self._value_dense, value)  # (B, S, N, V)
             return keys, values, None
-        _check_rank(cache, 5, "cache", "(batch_size, 2, num_heads, length, key_dim)")
-        expected = (None, 2, self.num_heads, None, self.key_dim)
+        _check_rank(cache, 5, "cache", "(batch_size, 2, num_heads, length, width)")
+        expected = (None, 2, self.num_heads, None, self.cache_width)
         masks_lib.check_mask_shape(cache, "cache", expected)
         if cache_update_index is not None:
             new = self._stacked_keys_and_values(key, value)  # (B, 2, N, T, H)
@@ -456,17 +459,36 @@ class MultiHeadAttention(keras.layers.Layer):
         return None, None, cache
 
     def _stacked_keys_and_values(self, key, value):
-        """Projected keys and values of (B, S, D) inputs as (B, 2, N, S, H)."""
+        """Projected keys and values of (B, S, D) inputs as (B, 2, N, S, W)."""
+        keys = kernels.project_heads(self._key_dense, key)  # (B, S, N, H)
+        values = kernels.project_heads(self._value_dense, value)  # (B, S, N, V)
         return kernels.stack_heads_first(
-            kernels.project_heads(self._key_dense, key),
-            kernels.project_heads(self._value_dense, value),
+            self._widen(keys, self.key_dim), self._widen(values, self.value_dim)
         )
 
-    def cache_shape(self, batch_size, length):
-        """The shape of this layer's cache: (B, 2, N, L, H).
+    @property
+    def cache_width(self):
+        """W, the last axis of a cache: max(key_dim, value_dim).
 
-        Keys then values, each heads first (B, N, L, H); the module
-        docstring of `attention_kernels` says why.
+        Keys and values are stacked in one tensor, so heads of unequal
+        widths are zero-padded to the wider one: zero key features add
+        nothing to a score, and the padded value features are dropped.
+        """
+        return max(self.key_dim, self.value_dim)
+
+    def _widen(self, x, width):
+        """(..., width) -> (..., W), zero-padded on the last axis."""
+        if width == self.cache_width:
+            return x
+        pad = [(0, 0)] * (len(x.shape) - 1) + [(0, self.cache_width - width)]
+        return ops.pad(x, pad)
+
+    def cache_shape(self, batch_size, length):
+        """The shape of this layer's cache: (B, 2, N, L, W).
+
+        Keys then values, each heads first (B, N, L, W); the module
+        docstring of `attention_kernels` says why. W is `cache_width`, the
+        head width H unless `value_dim` differs from `key_dim`.
 
         Args:
             batch_size: int, B.
@@ -475,10 +497,10 @@ class MultiHeadAttention(keras.layers.Layer):
         Returns:
             A shape tuple.
         """
-        return (batch_size, 2, self.num_heads, length, self.key_dim)
+        return (batch_size, 2, self.num_heads, length, self.cache_width)
 
     def compute_cache(self, value, key=None):
-        """Keys and values of a fixed source, stacked as (B, 2, N, S, H).
+        """Keys and values of a fixed source, stacked as (B, 2, N, S, W).
 
         Used for cross attention while decoding: computed once per source,
         then passed as `cache` (without `cache_update_index`) at every step.
@@ -488,16 +510,33 @@ class MultiHeadAttention(keras.layers.Layer):
             key: (B, S, D_k) tensor, defaults to `value`.
 
         Returns:
-            The (B, 2, N, S, H) cache.
+            The (B, 2, N, S, W) cache (`cache_shape`).
         """
-        if self.value_dim != self.key_dim:
-            raise ValueError(
-                "A cache stacks keys and values, so `value_dim` must equal "
-                f"`key_dim`; received key_dim={self.key_dim}, "
-                f"value_dim={self.value_dim}."
-            )
         key = value if key is None else key
         return self._stacked_keys_and_values(key, value)
+
+    def spec(self):
+        """What a fast path needs of this layer, a `layer_spec.AttentionSpec`.
+
+        The four projections' variables, the head counts and widths, and
+        the refusal of a subclass (whose `call` may compute otherwise) or
+        of a projection a plain product would not reproduce.
+        """
+        projections = [
+            layer_spec.projection_spec(dense)
+            for dense in (
+                self._query_dense,
+                self._key_dense,
+                self._value_dense,
+                self._output_dense,
+            )
+        ]
+        refusal = next((p.refusal for p in projections if p.refusal), None)
+        if type(self) is not MultiHeadAttention:
+            refusal = f"attention={type(self).__name__}"
+        return layer_spec.AttentionSpec(
+            self.num_heads, self.key_dim, self.value_dim, *projections, refusal
+        )
 
     def get_config(self):
         config = super().get_config()

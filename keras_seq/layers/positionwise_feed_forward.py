@@ -9,6 +9,7 @@ Shape legend:
 
 import keras
 
+from keras_seq.layers import layer_spec
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.validation import check_positive_int, check_rate, clone_initializer
 
@@ -97,6 +98,20 @@ class PositionwiseFeedForward(keras.layers.Layer):
         x = self._intermediate_dense(inputs)  # (B, T, F)
         x = self._dropout_layer(x, training=training)
         return self._output_dense(x)  # (B, T, D)
+
+    def spec(self):
+        """What a fast path needs of this layer, a `layer_spec.FeedForwardSpec`.
+
+        The activation is the one the hidden dense applies, which is what
+        the layer computes.
+        """
+        activation = self._intermediate_dense.activation
+        return layer_spec.FeedForwardSpec(
+            layer_spec.projection_spec(self._intermediate_dense),
+            layer_spec.projection_spec(self._output_dense),
+            activation,
+            keras.activations.serialize(activation),
+        )
 
     def compute_output_shape(self, inputs_shape):
         return tuple(inputs_shape[:-1]) + (self.output_dim or inputs_shape[-1],)

@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
+from keras_seq.layers import layer_spec
 from keras_seq.layers.learned_positional_embedding import (
     LearnedPositionalEmbedding,
     check_static_length,
@@ -202,6 +203,29 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         # built on float, wrongly shaped or over-long ids.
         self._check_token_ids(token_ids, start_index)
         return super().compute_output_spec(token_ids, start_index=start_index)
+
+    def position_table(self):
+        """(L, D): the position code this layer adds at each of its
+        `max_length` positions, as its position layer computes it."""
+        zeros = ops.zeros((1, self.max_length, self.embedding_dim), self.compute_dtype)
+        # The learned layer returns its rows; the sinusoidal one, in its
+        # "add" mode, adds its code to the zeros: the code either way.
+        return self.position_embedding(zeros)[0]
+
+    def spec(self):
+        """What a fast path needs of this layer, a `layer_spec.EmbeddingSpec`."""
+        mode = getattr(self.token_embedding, "quantization_mode", None)
+        refusal = f"quantization_mode={mode!r}" if mode else None
+        if self.compute_dtype != self.variable_dtype:
+            refusal = f"dtype_policy={self.dtype_policy.name!r}"
+        return layer_spec.EmbeddingSpec(
+            table=self.token_embedding.embeddings,
+            scale=math.sqrt(self.embedding_dim) if self.scale_embeddings else 1.0,
+            positional=self.positional,
+            max_length=self.max_length,
+            position_table=self.position_table,
+            refusal=refusal,
+        )
 
     def compute_output_shape(self, token_ids_shape):
         return tuple(token_ids_shape) + (self.embedding_dim,)

@@ -9,6 +9,7 @@ public blocks tell the residual story in their own `call()`.
 
 import keras
 
+from keras_seq.layers import layer_spec
 from keras_seq.layers.hashed_dropout import HashedDropout
 from keras_seq.layers.multi_head_attention import MultiHeadAttention
 from keras_seq.layers.positionwise_feed_forward import PositionwiseFeedForward
@@ -133,6 +134,28 @@ class TransformerBlock(keras.layers.Layer):
             bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
+        )
+
+    def spec(self):
+        """What a fast path needs of this block, a `layer_spec.BlockSpec`.
+
+        The residual placement (`norm_first`), each attention's, norm's and
+        the feed-forward network's spec; `cross_attention` is None for a
+        block without one. The block must be built.
+        """
+        cross = getattr(self, "_cross_attention", None)
+        return layer_spec.BlockSpec(
+            norm_first=bool(self.norm_first),
+            self_attention=self._self_attention.spec(),
+            self_attention_norm=layer_spec.norm_spec(self._self_attention_norm),
+            cross_attention=None if cross is None else cross.spec(),
+            cross_attention_norm=(
+                None
+                if cross is None
+                else layer_spec.norm_spec(self._cross_attention_norm)
+            ),
+            feed_forward=self._feed_forward_layer.spec(),
+            feed_forward_norm=layer_spec.norm_spec(self._feed_forward_norm),
         )
 
     @staticmethod

@@ -98,6 +98,13 @@ class TransformerDecoderBlock(TransformerBlock):
         self._feed_forward_dropout = self._dropout_layer("feed_forward_dropout")
         self.built = True
 
+    def self_attention_cache_shape(self, batch_size, length):
+        """The shape of this block's self-attention cache, (B, 2, N, L, W).
+
+        See `MultiHeadAttention.cache_shape`.
+        """
+        return self._self_attention.cache_shape(batch_size, length)
+
     def compute_cross_attention_cache(self, encoder_sequence):
         """Cross-attention keys and values of a source, (B, 2, N, S, H)."""
         if self._cross_attention is None:

@@ -256,6 +256,22 @@ def test_a_keras_quantized_model_is_refused(preprocessor_dir, tmp_path):
         export_ctranslate2(model, preprocessor_dir, tmp_path / "quantized")
 
 
+@pytest.mark.parametrize("value_dim", [6, 3])
+def test_heads_of_two_widths_are_refused_naming_the_option(
+    preprocessor_dir, tmp_path, value_dim
+):
+    """CTranslate2's attention has one head width; the flat spec's refusal
+    names the option, and nothing is written."""
+    model = _build(key_dim=4, value_dim=value_dim)
+    match = (
+        rf"^CTranslate2 cannot express this model: value_dim={value_dim} \(key_dim=4\)"
+    )
+    with pytest.raises(ValueError, match=match) as raised:
+        export_ctranslate2(model, preprocessor_dir, tmp_path / "heads")
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "heads").exists()
+
+
 def test_bad_quantization_and_existing_directory(exported, preprocessor_dir):
     model, out = exported
     with pytest.raises(ValueError, match="`quantization`"):

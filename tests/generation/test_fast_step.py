@@ -19,6 +19,7 @@ import pytest
 import zoo
 from keras_seq.generation import beam, sampling
 from keras_seq.generation.fast_step import torch_decoder_step, torch_encoder
+from keras_seq.generation.loop_policy import LoopPolicy
 from keras_seq.masks import mask_token_logits, token_logits_mask
 from keras_seq.testing import assert_all_close
 
@@ -167,9 +168,8 @@ def test_no_fast_step_where_it_would_not_mirror_the_layers():
     # Outside `torch.no_grad()` the step could not write the caches.
     assert model.fast_decoding_step() is None
     assert model.fast_start_decoding() is None
-    layers = (model.target_embedding, model.decoder_blocks, model.decoder_norm)
     with _no_grad():
-        assert torch_decoder_step(*layers, model.output_dense) is not None
+        assert torch_decoder_step(model.decoder_stack()) is not None
         keras.config.set_dtype_policy("mixed_bfloat16")
         try:
             mixed = _translator()
@@ -215,9 +215,7 @@ def test_fast_path_is_invariant_to_trailing_source_padding():
     padded = np.pad(source, [[0, 0], [0, 4]])
     options = {"max_new_tokens": 8, "end_token_id": None}
     with _no_grad():
-        encoder = torch_encoder(
-            model.source_embedding, model.encoder_blocks, model.encoder_norm
-        )
+        encoder = torch_encoder(model.encoder_stack())
         short, _ = encoder(source)
         long, _ = encoder(padded)
     assert_all_close(
@@ -248,7 +246,7 @@ def test_eager_beam_step_chooses_as_the_keras_ops_step(monkeypatch):
     eager = [keras.ops.convert_to_numpy(x) for x in eager]
     model.__dict__.pop("_generate_functions", None)
     steps_per_check = beam.default_steps_per_check()  # PyTorch's
-    monkeypatch.setattr(beam, "compiles_with_xla", lambda: True)
+    monkeypatch.setattr(beam, "current_policy", lambda: LoopPolicy(compiled=True))
     monkeypatch.setattr(beam, "default_steps_per_check", lambda: steps_per_check)
     ops_loop = [
         keras.ops.convert_to_numpy(x) for x in model.beam_search(source, **options)
@@ -329,9 +327,8 @@ def test_calls_from_other_python_threads_keep_the_thread_count():
 @torch_only
 def test_built_path_is_reused_until_a_weight_changes():
     model = _translator()
-    layers = (model.target_embedding, model.decoder_blocks, model.decoder_norm)
     with _no_grad():
-        first = torch_decoder_step(*layers, model.output_dense)
-        assert torch_decoder_step(*layers, model.output_dense) is first
+        first = torch_decoder_step(model.decoder_stack())
+        assert torch_decoder_step(model.decoder_stack()) is first
         model.output_dense.bias.assign(model.output_dense.bias + 1.0)
-        assert torch_decoder_step(*layers, model.output_dense) is not first
+        assert torch_decoder_step(model.decoder_stack()) is not first

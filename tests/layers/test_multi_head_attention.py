@@ -179,6 +179,32 @@ def test_cached_decoding_equals_causal_pass(implementation):
     assert_all_close(np.concatenate(steps, axis=1), full, atol=1e-5)
 
 
+@pytest.mark.parametrize("value_dim", [3, 6])
+def test_cached_decoding_with_unequal_head_widths(value_dim):
+    """Keys and values share one stacked cache, the narrower zero-padded
+    to `cache_width`: step by step, and a fixed source cache, equal the
+    full passes."""
+    layer = MultiHeadAttention(N, H, value_dim=value_dim)
+    x, z = _random(B, T, D), _random(B, S, D, seed=1)
+    full = layer(x, x, use_causal_mask=True)
+    assert layer.cache_shape(B, T) == (B, 2, N, T, max(H, value_dim))
+    cache = np.zeros(layer.cache_shape(B, T), "float32")
+    steps = []
+    for t in range(T):
+        out, cache = layer(
+            x[:, t : t + 1],
+            x[:, t : t + 1],
+            cache=cache,
+            cache_update_index=t,
+            use_causal_mask=True,
+        )
+        steps.append(np.asarray(out))
+    assert_all_close(np.concatenate(steps, axis=1), full, atol=1e-5)
+    mask = _padding([7, 4], S)
+    out, _ = layer(x, None, value_mask=mask, cache=layer.compute_cache(z))
+    assert_all_close(out, layer(x, z, value_mask=mask), atol=1e-5)
+
+
 def test_cache_prefill_then_step():
     layer = MultiHeadAttention(N, H)
     x = _random(B, T, D)
