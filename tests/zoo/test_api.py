@@ -135,3 +135,19 @@ def test_train_refuses_unknown_builder_arguments_and_half_a_split(tmp_path):
     with pytest.raises(ValueError, match="`validation_data` and `test_data` go"):
         zoo.train("translator", pairs, tmp_path / "out", validation_data=pairs)
     assert not (tmp_path / "out").exists()
+
+
+def test_train_from_python_ends_with_the_lines_the_command_line_ends_with(both):
+    """The test figures, the notes, the parameters and where the run went:
+    the same closing lines (the run's own path aside) on both paths."""
+    root, _, command = both
+    python = (root / "python.out").read_text().splitlines()
+    cli = command.stdout.splitlines()
+    figures = [line for line in cli if line.startswith("translator: ")]
+    assert len(figures) == 1 and "test BLEU" in figures[0], cli
+    start = cli.index(figures[0])
+    assert cli[-1] == f"saved to {root / 'cli'}"
+    assert python[-(len(cli) - start) :] == [
+        *cli[start:-1],
+        f"saved to {root / 'python'}",
+    ]
