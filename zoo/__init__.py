@@ -19,6 +19,8 @@ _MODULES = {
         "build_masked_language_model",
     ),
     "zoo.language_model": ("LanguageModel", "build_language_model"),
+    "zoo.recipes.model_dir": ("load_model_dir",),
+    "zoo.recipes.trained": ("TrainedModel",),
     "zoo.presets": (
         "CLASSIFIER_PRESETS",
         "ENCODER_PRESETS",

@@ -81,10 +81,150 @@ class TrainedModel:
         if not self.recipe.supports(command):
             from zoo.recipes.families import supporting
 
+            where = f"{self.path} holds" if self.path else "this model is"
             raise ValueError(
-                f"{self.path} holds a {self.family}; {command} needs a "
+                f"{where} a {self.family}; {command} needs a "
                 f"{' or '.join(supporting(command))}."
             )
+
+    # A model built in Python, with its text: keras-hub's task convention
+    # (one object compiles with the family's defaults, fits on strings,
+    # generates from strings, saves and exports).
+
+    @classmethod
+    def of(cls, family, model, preprocessor):
+        """A model built in Python (`zoo.build_translator(...)`) and its
+        `keras_seq.text` preprocessor, as one object.
+
+        Args:
+            family: str, a name of `zoo.recipes.families.FAMILIES`.
+            model: the family's `keras.Model`.
+            preprocessor: its preprocessor (the vocabularies' tokenizers).
+        """
+        from zoo.recipes.families import FAMILIES
+
+        if family not in FAMILIES:
+            raise ValueError(
+                f"`family` must be one of {tuple(FAMILIES)}; received {family!r}."
+            )
+        return cls(None, family, model, {"family": family}, preprocessor=preprocessor)
+
+    @classmethod
+    def learn(cls, family, data, preset=None, vocabulary_size=None, **overrides):
+        """Learns the vocabularies on `data` and builds the family's model
+        at `preset`, as `keras-seq train` does before it fits.
+
+        Args:
+            family: str, a name of `zoo.recipes.families.FAMILIES`.
+            data: a list of what the family trains on: `(source, target)`
+                pairs for translators, texts for the language models.
+            preset: str or None, of the family's builder (None: its default).
+            vocabulary_size: int or None, the most tokens of a vocabulary.
+            **overrides: builder arguments over the preset.
+        """
+        import types
+
+        from zoo.recipes.families import FAMILIES
+
+        if family not in FAMILIES:
+            raise ValueError(
+                f"`family` must be one of {tuple(FAMILIES)}; received {family!r}."
+            )
+        recipe = FAMILIES[family]
+        given = {"preset": preset, "vocabulary_size": vocabulary_size}
+        settings = dataclasses.replace(
+            recipe.default_settings(),
+            **{k: v for k, v in given.items() if v is not None},
+            overrides=overrides,
+        )
+        if isinstance(data, str | bytes) or not hasattr(data, "__iter__"):
+            raise TypeError(
+                "`data` must be a list of pairs or texts; received "
+                f"{type(data).__name__}."
+            )
+        corpus = types.SimpleNamespace(train=list(data), validation=[], test=[])
+        vocabularies = recipe.learn_vocabularies(corpus, settings)
+        tokenizers = recipe.tokenizers(vocabularies, settings)
+        model = recipe.build_model(vocabularies, corpus, settings)
+        preprocessor = recipe.make_preprocessor(model, tokenizers, corpus, settings)
+        return cls.of(family, model, preprocessor)
+
+    def compile(self, **options):
+        """Compiles the model with its family's defaults, `options` over
+        them: the family's optimizer (and learning-rate schedule) and its
+        padding-masked loss and metrics, as `keras-seq train` compiles.
+
+        Returns:
+            self.
+        """
+        settings = self.recipe.default_settings()
+        chosen = {
+            "optimizer": self.recipe.optimizer(self.model, settings),
+            **self.recipe.compile_options(settings),
+            **options,
+        }
+        self.model.compile(**chosen)
+        return self
+
+    def fit(self, data, epochs=1, validation_data=None, seed=0, **fit_options):
+        """Trains on strings: `(source, target)` pairs for translators,
+        texts for the language models, through the preprocessor's batches
+        (length-bucketed and shuffled by `seed`, as `keras-seq train`'s).
+        Compiles with `compile()`'s defaults first if it was not compiled.
+
+        Returns:
+            Keras' `History`.
+        """
+        from zoo.recipes.recipe import Fitted
+
+        if not self.model.compiled:
+            self.compile()
+        settings = dataclasses.replace(self.recipe.default_settings(), seed=seed)
+        fitted = Fitted(
+            self.model, self.preprocessor, None, started=0.0, vocabulary_minutes=0.0
+        )
+        train = self.recipe.dataset(fitted, list(data), settings, shuffle=True)
+        if validation_data is not None:
+            validation_data = self.recipe.dataset(
+                fitted, list(validation_data), settings
+            )
+        return self.model.fit(
+            train,
+            epochs=epochs,
+            validation_data=validation_data,
+            # The batches shuffle themselves.
+            shuffle=False,
+            callbacks=[fitted.shuffle_epoch, *fit_options.pop("callbacks", [])],
+            **fit_options,
+        )
+
+    def save(self, directory):
+        """Writes a run directory that `zoo.load_model_dir` and every
+        command (`translate`, `evaluate`, `export`, `serve`) take: the
+        model, its preprocessor and `run.json`.
+
+        Returns:
+            The directory's path.
+        """
+        from zoo.recipes.run_dir import RunDir
+
+        run = RunDir(directory)
+        run.save_preprocessor(self.preprocessor)
+        extra = {k: v for k, v in self.run.items() if k != "family"}
+        run.save(self.family, self.model, extra, self.recipe.vocabularies)
+        self.path = run.path
+        return run.path
+
+    def export(self, export_dir, version=1):
+        """Writes the SavedModel (strings in, strings out) of the model and
+        its preprocessor to `<export_dir>/<version>/`, as `keras-seq
+        export` does (an existing version is refused).
+
+        Returns:
+            The version's path.
+        """
+        self._require("export")
+        return self.recipe.export(self, export_dir, version)
 
     @property
     def output_vocabulary_size(self):
@@ -239,7 +379,8 @@ class TrainedModel:
         top_p=None,
         seed=0,
     ):
-        """Samples a continuation of `prompt` (top-k, or top-p) from a language model.
+        """Samples a continuation of `prompt` (top-k, or top-p) from a language
+        model; a translator's `generate` is `translate` at its defaults.
 
         Training lines end with [END]; sampling runs past it, so the text
         may span several lines, joined by " / ".
@@ -267,6 +408,21 @@ class TrainedModel:
             ValueError: for an option out of its bounds, before any work.
             TypeError: when `prompt` is not a str or a list of str.
         """
+        if self.recipe.translates:
+            sampling = {
+                "top_k": (top_k, inference.SAMPLE_TOP_K),
+                "top_p": (top_p, None),
+            }
+            given = [
+                name for name, (value, default) in sampling.items() if value != default
+            ]
+            if given:
+                raise ValueError(
+                    f"a {self.family} translates with beams; `generate` takes no "
+                    f"{', '.join(given)} for it (received {given[0]}="
+                    f"{sampling[given[0]][0]!r})."
+                )
+            return self.translate(prompt, max_new_tokens=max_new_tokens)
         self.check_generate_options(max_new_tokens, top_k, top_p, seed)
         if not isinstance(prompt, str):
             prompts = check_text_list(prompt, "prompt")

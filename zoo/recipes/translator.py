@@ -160,6 +160,18 @@ class TranslatorRecipe(Recipe):
             ),
         )
 
+    def dataset(self, fitted, items, settings, shuffle=False):
+        """Length-bucketed batches of `batch_tokens` tokens; the training
+        split's (`shuffle`) reshuffled each epoch, with token dropout."""
+        training = {
+            "shuffle": True, "seed": settings.seed, "training": True,
+            "epoch": fitted.shuffle_epoch.epoch,
+            "token_dropout": settings.token_dropout,
+        }  # fmt: skip
+        return fitted.preprocessor.dataset(
+            items, batch_tokens=settings.batch_tokens, **(training if shuffle else {})
+        )
+
     def fit(self, fitted, corpus, settings, runtime):
         """`model.fit` with the recipe's callbacks: the budget (which keeps
         time for the scoring after it), validation BLEU, weight averaging,
@@ -181,14 +193,8 @@ class TranslatorRecipe(Recipe):
             runtime.strategy,
         )
         shuffle_epoch = fitted.shuffle_epoch
-        train_data = preprocessor.dataset(
-            corpus.train, batch_tokens=settings.batch_tokens, shuffle=True,
-            seed=settings.seed, training=True, epoch=shuffle_epoch.epoch,
-            token_dropout=settings.token_dropout,
-        )  # fmt: skip
-        validation_data = preprocessor.dataset(
-            corpus.validation, batch_tokens=settings.batch_tokens
-        )
+        train_data = self.dataset(fitted, corpus.train, settings, shuffle=True)
+        validation_data = self.dataset(fitted, corpus.validation, settings)
         averages = settings.average_last_epochs > 1
         cost = ScoringCost(_sentences_after_training(settings, corpus), int(averages))
         validation_bleu = _validation_bleu(model, preprocessor, corpus, settings, cost)
