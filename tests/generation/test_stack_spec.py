@@ -45,11 +45,11 @@ def _no_grad():
     return torch.no_grad()
 
 
-def _spread(model):
+def _spread(model, seed=3):
     """Weights drawn by NumPy, the same on every backend: unit token tables
     (untrained small ones make the greedy ids constant), kernels at
     1/sqrt(fan-in), learned positions at 0.5, biases and norms as built."""
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     for variable in model.weights:
         path, shape = variable.path, variable.shape
         if path.endswith("token_embedding/embeddings"):
@@ -66,7 +66,9 @@ def _spread(model):
 
 def _translator(**options):
     keras.utils.set_random_seed(1)
-    return _spread(zoo.build_translator("tiny", vocabulary_size=50, **options))
+    # Draws under which no option's greedy ids are one repeated token once
+    # the translators' special tokens are ruled out.
+    return _spread(zoo.build_translator("tiny", vocabulary_size=50, **options), seed=0)
 
 
 def _language_model(**options):

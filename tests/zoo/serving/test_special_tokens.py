@@ -11,7 +11,7 @@ import zoo
 from keras_seq import export, text
 from keras_seq.text.vocabulary import END_ID
 from tests.zoo.serving.http_client import call
-from zoo.recipes.translation import translate_texts
+from zoo.recipes.inference import translate_texts
 from zoo.serving import ModelServer
 
 ctranslate2 = pytest.importorskip("ctranslate2")
