@@ -18,9 +18,10 @@ Shape legend:
 import keras
 from keras import ops
 
+from keras_seq import defaults
 from keras_seq.generation import GenerativeModel, resolve_max_new_tokens
 from keras_seq.masks import PADDING_ID, check_token_ids, padding_mask
-from keras_seq.text import UNSAMPLABLE_IDS
+from keras_seq.text import RESERVED_TOKENS, UNSAMPLABLE_IDS
 from keras_seq.validation import (
     check_bool,
     check_choice,
@@ -331,7 +332,7 @@ def _seq2seq_graph(layers, reverse_source, feed_context):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class RNNSeq2Seq(TokenIdsModel):
+class RNNSeq2Seq(GenerativeModel, TokenIdsModel):
     """The basic RNN encoder-decoder with a context vector, Fig. 7.9.
 
     The encoder runs over the source and keeps only its final state, the
@@ -352,6 +353,10 @@ class RNNSeq2Seq(TokenIdsModel):
 
     Trained with teacher forcing: `decoder_token_ids` is the target shifted
     right (start token first), and the logits at t predict target token t.
+
+    For generation (`generate` and `beam_search`, from `GenerativeModel`),
+    `encode` runs the encoder once; `z*` is the constant context and the
+    decoder layers' states are the cache, advanced one cell step per token.
 
     Args:
         source_vocabulary_size, target_vocabulary_size: vocabulary sizes.
@@ -380,6 +385,11 @@ class RNNSeq2Seq(TokenIdsModel):
     """
 
     label_bound = "target_vocabulary_size"
+    # Never written into a translation (`keras_seq.defaults` says why).
+    unsamplable_token_ids = tuple(
+        RESERVED_TOKENS.index(token)
+        for token in defaults.TRANSLATION_UNSAMPLABLE_TOKENS
+    )
 
     def __init__(
         self,
@@ -473,6 +483,73 @@ class RNNSeq2Seq(TokenIdsModel):
             layers["context_input"] = ConcatenateContext(name="context_input")
             layers["context_output"] = ConcatenateContext(name="context_output")
         return layers
+
+    def encode(self, encoder_token_ids):
+        """Run the encoder once per source (no dropout).
+
+        Args:
+            encoder_token_ids: (B, S) int source ids in normal order, 0 =
+                padding.
+
+        Returns:
+            `(context, states)`: `z*` (B, H) and, per encoder layer, its
+            final state tuple (`(h,)`, or `(h, c)` for an LSTM), the
+            decoder layers' initial states.
+        """
+        ids = ops.convert_to_tensor(encoder_token_ids, dtype="int32")
+        if self.reverse_source:
+            ids = self.source_reversal(ids)  # (B, S)
+        # The explicit mask is the one the embedding carries in the graph.
+        mask = padding_mask(ids)  # (B, S)
+        x = self.source_embedding(ids)  # (B, S, E)
+        states = []
+        for layer in self.encoder_layers:
+            outputs = layer(x, mask=mask, training=False)
+            x = outputs[0]  # (B, S, H) below the top layer
+            states.append(tuple(outputs[1:]))
+        return states[-1][0], tuple(states)
+
+    # `generate` and `beam_search` come from `GenerativeModel`; its hooks:
+
+    def check_generate_input(self, token_ids, max_new_tokens=None):
+        """Validate source ids; returns `max_new_tokens` or its default.
+
+        A recurrent decoder has no length limit: the default is
+        `keras_seq.generation.DEFAULT_MAX_NEW_TOKENS`.
+        """
+        check_token_ids(token_ids, "token_ids", self.source_vocabulary_size)
+        return resolve_max_new_tokens(max_new_tokens)
+
+    def start_decoding(self, token_ids, max_new_tokens, start_token_id):
+        """Encode the source once: `(start, context, states)`.
+
+        See `GenerativeModel.start_decoding`. `context` is `z*`, the cache
+        the decoder layers' states, those of the encoder layers at first
+        (Fig. 7.9); a recurrent state needs no room per position, so
+        `max_new_tokens` sizes nothing.
+        """
+        context, states = self.encode(token_ids)
+        batch_size = ops.shape(token_ids)[0]
+        start = ops.full((batch_size, 1), start_token_id, dtype="int32")
+        return start, context, states
+
+    def decoding_step(self, token_ids, index, context, cache):
+        """One cell step per decoder layer (no dropout).
+
+        See `GenerativeModel.decoding_step`: (B, 1) target ids `y(t-1)`
+        and the layers' states -> (B, V) logits of `y(t)` and the new
+        states. `index` is not read: the states carry the position.
+        """
+        y = self.target_embedding(token_ids)[:, 0, :]  # (B, E)
+        if self.feed_context:
+            y = ops.concatenate([y, ops.cast(context, y.dtype)], axis=-1)
+        updated = []
+        for layer, states in zip(self.decoder_layers, cache):
+            y, new_states = layer.cell(y, list(states), training=False)  # (B, H)
+            updated.append(tuple(keras.tree.flatten(new_states)))
+        if self.feed_context:
+            y = ops.concatenate([y, ops.cast(context, y.dtype)], axis=-1)
+        return self.logits_dense(y), tuple(updated)  # (B, V)
 
 
 def _split_vocabulary(config):

@@ -495,3 +495,52 @@ def test_unknown_preset_and_argument():
         zoo.build_rnn_seq2seq("tiny", model_dim=3)
     with pytest.raises(TypeError, match="Unknown RNN language model arguments"):
         zoo.RNNLanguageModel(width=3)
+
+
+# The context-vector seq2seq model generates (Fig. 7.9).
+
+SEQ2SEQ_GENERATION = [
+    {"cell": "gru"},
+    {"cell": "lstm", "num_layers": 2, "feed_context": True, "reverse_source": True},
+]
+
+
+@pytest.mark.parametrize("overrides", SEQ2SEQ_GENERATION, ids=["gru", "lstm_b"])
+def test_seq2seq_cached_steps_equal_the_full_pass(overrides):
+    model = _shared("rnn_seq2seq", **overrides)
+    x = _pair()
+    target = x["decoder_token_ids"]
+    full = _logits(model, x)  # (B, T, V)
+    given, context, cache = model.start_decoding(
+        x["encoder_token_ids"], target.shape[1], 2
+    )
+    np.testing.assert_array_equal(_numpy(given), np.full((len(target), 1), 2))
+    steps = []
+    for t in range(target.shape[1]):
+        logits, cache = model.decoding_step(target[:, t : t + 1], t, context, cache)
+        steps.append(_numpy(logits))
+    np.testing.assert_allclose(np.stack(steps, 1), full, atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", SEQ2SEQ_GENERATION, ids=["gru", "lstm_b"])
+def test_seq2seq_greedy_is_the_full_recompute_and_one_beam(overrides):
+    model = _shared("rnn_seq2seq", **overrides)
+    source = _pair()["encoder_token_ids"]
+    steps = 5
+    # One padded length for every pass; the recurrence runs left to right.
+    tokens = np.zeros((3, steps + 1), "int32")
+    tokens[:, 0] = 2
+    for t in range(steps):
+        logits = _logits(
+            model, {"encoder_token_ids": source, "decoder_token_ids": tokens}
+        )
+        logits[..., list(model.unsamplable_token_ids)] = -np.inf
+        tokens[:, t + 1] = logits[:, t].argmax(-1)
+    expected = tokens[:, 1:]
+    assert model.unsamplable_token_ids == (0, 2, 4)  # [PAD], [START], [MASK]
+    greedy = _numpy(model.generate(source, max_new_tokens=steps, end_token_id=-1))
+    np.testing.assert_array_equal(greedy, expected)
+    one = model.generate(
+        source, max_new_tokens=steps, end_token_id=-1, strategy="beam", beam_width=1
+    )
+    np.testing.assert_array_equal(_numpy(one), expected)
