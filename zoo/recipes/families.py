@@ -12,6 +12,7 @@ from zoo.recipes import (
     language_model,
     masked_language_model,
     rnn_language_model,
+    rnn_seq2seq,
     rnn_translator,
     translator,
 )
@@ -25,6 +26,7 @@ FAMILIES = {
         language_model.RECIPE,
         rnn_translator.RECIPE,
         rnn_language_model.RECIPE,
+        rnn_seq2seq.RECIPE,
     )
 }
 

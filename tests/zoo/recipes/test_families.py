@@ -56,7 +56,7 @@ def test_each_family_is_one_recipe_module():
 
 
 def test_capabilities_follow_from_the_recipes():
-    assert supporting("translate") == ("translator", "rnn-translator")
+    assert supporting("translate") == ("translator", "rnn-translator", "rnn-seq2seq")
     assert supporting("export") == (
         "translator", "classifier", "language-model", "rnn-translator",
     )  # fmt: skip
