@@ -40,6 +40,9 @@ _MODULES = {
     "zoo.translator": ("Translator", "build_translator"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
+# The application's names hold no model class, and loading them starts
+# TensorFlow's text pipelines, which a TensorFlow-free process lacks.
+_APPLICATION = ("zoo.recipes.model_dir", "zoo.recipes.trained")
 
 __all__ = sorted(_HOME)
 
@@ -52,7 +55,8 @@ def load_models():
     module was imported; loaders call this first.
     """
     for module in _MODULES:
-        importlib.import_module(module)
+        if module not in _APPLICATION:
+            importlib.import_module(module)
     import keras
 
     import keras_seq

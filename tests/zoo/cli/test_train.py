@@ -120,8 +120,8 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
     assert message == (
-        "keras-seq: --average-epochs applies to translator and rnn-translator; "
-        "received 3 for classifier"
+        "keras-seq: --average-epochs applies to translator and rnn-translator and "
+        "rnn-seq2seq; received 3 for classifier"
     )
 
 
@@ -129,8 +129,8 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     "flags, message",
     [
         (["classifier", "--bleu-every", "2"],
-         "--bleu-every applies to translator and rnn-translator; received 2 for "
-         "classifier"),
+         "--bleu-every applies to translator and rnn-translator and rnn-seq2seq; "
+         "received 2 for classifier"),
         (["translator", "--bleu-every", "0"],
          "--bleu-every must be at least 1; received 0"),
     ],
