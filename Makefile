@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # training pieces run on JAX and PyTorch as well (text pipelines and
 # serving are TensorFlow by design).
 JAX_TESTS ?= tests/layers tests/generation tests/zoo/test_*.py tests/test_masks.py \
-  tests/zoo/recipes/test_translator.py
+  tests/zoo/recipes/test_translator.py tests/zoo/pretrained
 # PyTorch runs the JAX list and its own training tests (eager fit, bf16,
 # resume); what cannot apply there skips with the reason in its marker.
 TORCH_TESTS ?= $(JAX_TESTS)
