@@ -137,7 +137,7 @@ def _torch_cross_entropy(y_true, logits, label_smoothing):
     PyTorch's label smoothing is the same mixture, `(1 - eps) nll + eps
     mean(-log p)`, in one pass over the logits and one back; Keras' torch
     `one_hot` and `categorical_crossentropy` make four, each over a
-    (B, T, V) tensor (`benchmarks/README.md`, "Training on PyTorch").
+    (B, T, V) tensor (`benchmarks/history.md`, "Training on PyTorch").
     """
     import torch  # The PyTorch backend only.
 

@@ -180,7 +180,7 @@ def one_thread(active=True):
     A decoding step of a few rows is many operations of a few microseconds
     each; split over OpenMP threads, each waits for the slowest thread to
     wake, and on a CPU shared with other work that wait dominates (the
-    figures are in benchmarks/README.md, "Decoding on PyTorch"). The
+    figures are in benchmarks/history.md, "Decoding on PyTorch"). The
     thread count is PyTorch's for the whole process, so it is restored on
     leaving; a larger batch keeps it. Only calls from the main Python
     thread change it: a count set to 1 from another thread holds for the

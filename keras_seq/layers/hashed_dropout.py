@@ -20,7 +20,7 @@ below `r` is `r / 2**32`, which is `rate` to within 2**-32 (the rounding of
 from that range, so each element is dropped with probability `rate`.
 These are elementwise integer operations on the positions, which XLA fuses
 into the loop that applies the mask, so no random numbers are stored
-(measurements: benchmarks/README.md, "Dropout masks, hashed").
+(measurements: benchmarks/history.md, "Dropout masks, hashed").
 
 A hash is not a cryptographic generator, and dropout does not need one:
 the tests check the drop rate, the expectation, that neighbouring positions

@@ -514,7 +514,7 @@ def _validation_bleu(model, preprocessor, corpus, settings, cost):
     def decode_sample():
         # One batch, so one compiled decoding loop: each new batch shape
         # compiles a loop of its own, which costs far more than decoding
-        # the sample (benchmarks/README.md, "Validation BLEU").
+        # the sample (benchmarks/history.md, "Validation BLEU").
         began = time.time()
         hypotheses = translate_texts(
             model, preprocessor, [s for s, _ in sample], batch_size=len(sample)
