@@ -21,6 +21,18 @@ import tensorflow as tf
 
 from keras_seq.validation import check_positive_int
 
+# The first epoch's end compiles the validation pass over the shapes training
+# compiled (the forward pass only: about a fifth of a training step's compile
+# for the `small` translator) and a scoring callback's decoding loop (about as
+# much again), so half of training's compile time prices it until measured
+# (docs/training.md, "Compiling and the budget").
+EPOCH_END_COMPILE_SHARE = 0.5
+# A batch that takes this many times a typical batch, and at least
+# `_COMPILE_MIN_SECONDS` more, is one that compiled.
+_COMPILE_FACTOR = 3.0
+_COMPILE_MIN_SECONDS = 1.0
+_BATCHES_FOR_MEDIAN = 5
+
 
 class TimeBudget(keras.callbacks.Callback):
     """Stop training once `minutes` of wall-clock time have passed.
@@ -34,6 +46,13 @@ class TimeBudget(keras.callbacks.Callback):
     test split): training stops once the minutes spent, the epoch end and
     the reserve reach the budget.
 
+    Compiling is what a short budget meets first: the first batch waits for
+    the training step to compile, each new batch shape compiles again, and
+    the first epoch's end compiles the validation pass (and any decoding a
+    callback scores with) for those shapes. Until an epoch end has been
+    measured, its time is priced from the compiling seen so far (a batch's
+    excess over the median batch), `EPOCH_END_COMPILE_SHARE` of it.
+
     Args:
         minutes: float > 0, the budget, or `None` for no budget.
         since: float or None, the `time.time()` at which the budget began
@@ -41,6 +60,9 @@ class TimeBudget(keras.callbacks.Callback):
         reserve: None, or a function of no arguments returning the minutes
             to keep for after training; it is called after every batch, so
             it should return a number computed beforehand.
+        announce: None, or a function of one string that says when the
+            training step starts compiling and how long the first batch,
+            compiling included, took (`keras-seq train` prints them).
 
     Example:
 
@@ -50,35 +72,76 @@ class TimeBudget(keras.callbacks.Callback):
     30.02
     """
 
-    def __init__(self, minutes=None, since=None, reserve=None):
+    def __init__(self, minutes=None, since=None, reserve=None, announce=None):
         super().__init__()
         if minutes is not None and minutes <= 0:
             raise ValueError(f"`minutes` must be > 0 or None; received {minutes}.")
         self.minutes = minutes
         self.since = since
         self.reserve = reserve
+        self.announce = announce
         self.epoch_end_seconds = 0.0
+        self._epoch_end_measured = False
+        self._batch_seconds = []
         self._start = None
         self._stop = None
         self._last_batch = None
+        self._batch_began = None
 
     def on_train_begin(self, logs=None):
         self._start = time.time()
         self._last_batch = None
+        self._batch_seconds = []
 
     def on_epoch_begin(self, epoch, logs=None):
         # From the last batch of the epoch before to here: its validation
         # pass and the epoch-end callbacks, all of which a stop still runs.
         if self._last_batch is not None:
             self.epoch_end_seconds = time.time() - self._last_batch
+            self._epoch_end_measured = True
             self._last_batch = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._batch_began = time.time()
+        if self.announce and not self._batch_seconds:
+            self.announce("compiling the training step; the first batch waits for it")
+
+    def compile_seconds(self):
+        """Seconds the batches so far spent compiling: each compiling
+        batch's excess over a typical batch (the median, the fastest while
+        there are few). The first batch alone cannot tell its step from its
+        compiling, so all of it counts until a second batch is measured."""
+        if not self._batch_seconds:
+            return 0.0
+        if len(self._batch_seconds) == 1:
+            return self._batch_seconds[0]
+        if len(self._batch_seconds) < _BATCHES_FOR_MEDIAN:
+            typical = min(self._batch_seconds)
+        else:
+            typical = float(np.median(self._batch_seconds))
+        return sum(
+            seconds - typical
+            for seconds in self._batch_seconds
+            if seconds > _COMPILE_FACTOR * typical
+            and seconds - typical > _COMPILE_MIN_SECONDS
+        )
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_batch = time.time()
+        if self._batch_began is not None:
+            self._batch_seconds.append(self._last_batch - self._batch_began)
+            if self.announce and len(self._batch_seconds) == 1:
+                self.announce(
+                    f"the first batch took {self._batch_seconds[0]:.1f} s, "
+                    "compiling included"
+                )
         if self.minutes is None:
             return
         spent = (self._last_batch - (self.since or self._start)) / 60.0
-        after = self.epoch_end_seconds / 60.0
+        if self._epoch_end_measured:
+            after = self.epoch_end_seconds / 60.0
+        else:
+            after = EPOCH_END_COMPILE_SHARE * self.compile_seconds() / 60.0
         if self.reserve:
             after += self.reserve()
         if spent + after >= self.minutes:

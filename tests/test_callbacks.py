@@ -387,3 +387,68 @@ def test_time_budget_counts_from_since_and_keeps_the_reserve(
     model = _fit_plain(TimeBudget(60.0, since=since, reserve=reserve), 3, 3)
     # Stopped in the first epoch, or not at all (far from the limits).
     assert len(model.record.epoch_ends) == epochs_run
+
+
+class _CompilingRun(keras.callbacks.Callback):
+    """A fake clock moved as a run that compiles moves time: the first
+    batch compiles the step, three later batches compile new shapes, and
+    the first epoch's end compiles the validation pass and decoding for
+    them (half of training's compiling, as `EPOCH_END_COMPILE_SHARE` says)
+    plus its 3 s of running; `scale` 2 is a machine twice as slow."""
+
+    STEP, COMPILES, EPOCH_END = 0.5, {0: 20.0, 3: 10.0, 7: 10.0, 12: 10.0}, 3.0
+
+    def __init__(self, scale):
+        super().__init__()
+        self.now, self.scale, self._epoch = 0.0, scale, 0
+
+    def time(self):
+        return self.now
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        compiles = self.COMPILES.get(batch, 0.0) if self._epoch == 0 else 0.0
+        self.now += self.scale * (self.STEP + compiles)
+
+    def on_epoch_end(self, epoch, logs=None):
+        compiling = 0.5 * sum(self.COMPILES.values()) if epoch == 0 else 0.0
+        self.now += self.scale * (compiling + self.EPOCH_END)
+
+
+@pytest.mark.parametrize("minutes,scale", [(2.0, 1), (4.0, 2)])
+def test_time_budget_prices_compiling_before_the_first_epoch_end(
+    monkeypatch, minutes, scale
+):
+    # 100 batches an epoch: the first epoch does not fit in the budget.
+    # Without pricing its end the run stops at the budget and then spends
+    # the epoch end's 28 s (56 s at scale 2): 9.6% over. Priced from the
+    # compiling seen, it stops early enough to hold within 5%.
+    from keras_seq import callbacks
+
+    share = callbacks.EPOCH_END_COMPILE_SHARE
+
+    def run(share):
+        clock = _CompilingRun(scale)
+        monkeypatch.setattr(callbacks, "time", clock)
+        monkeypatch.setattr(callbacks, "EPOCH_END_COMPILE_SHARE", share)
+        said = []
+        budget = TimeBudget(minutes, announce=said.append)
+        keras.utils.set_random_seed(1)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        x = np.zeros((8 * 100, 3), "float32")
+        model.fit(x, x[:, :2], batch_size=8, epochs=3, verbose=0,
+                  callbacks=[budget, clock])  # fmt: skip
+        return clock.now / (60.0 * minutes), said, budget
+
+    unpriced, _, _ = run(0.0)
+    assert unpriced > 1.09
+    priced, said, budget = run(share)
+    assert priced <= 1.05
+    assert budget.compile_seconds() == pytest.approx(scale * 50.0)
+    assert said == [
+        "compiling the training step; the first batch waits for it",
+        f"the first batch took {scale * 20.5:.1f} s, compiling included",
+    ]

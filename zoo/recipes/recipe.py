@@ -247,7 +247,7 @@ class Recipe:
         validation_data = runtimes.for_workers(validation_data, strategy, shard=False)
         runtimes.build_for_strategy(fitted.model, strategy, train_data)
         callbacks = [
-            TimeBudget(settings.minutes),
+            TimeBudget(settings.minutes, announce=said.compiling(runtime.verbose)),
             fitted.shuffle_epoch,
             *checkpoint_callbacks(fitted.run, self.monitor),
         ]

@@ -78,3 +78,11 @@ def announce_result(family, result, chosen, output_dir):
     for note in result.notes:
         print(note)
     print(f"saved to {output_dir}", flush=True)
+
+
+def compiling(verbose):
+    """What `TimeBudget` says about compiling the training step (a line
+    each), or None when training runs silently (`verbose` 0)."""
+    if not verbose:
+        return None
+    return lambda line: print(line, flush=True)

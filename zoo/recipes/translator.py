@@ -17,6 +17,7 @@ import dataclasses
 
 from keras_seq import defaults
 from keras_seq.validation import check_positive_int
+from zoo.recipes import said
 from zoo.recipes.bleu import bleu_scores, corpus_bleu, decoding_name
 from zoo.recipes.inference import tokenize_to_lists, translate_texts
 from zoo.recipes.recipe import Execution, Recipe
@@ -201,7 +202,10 @@ class TranslatorRecipe(Recipe):
         # `--minutes` is the whole run's: what came before `fit` counts, and
         # the scoring after it is kept out of the training time.
         budget = TimeBudget(
-            settings.minutes, since=fitted.started, reserve=cost.minutes
+            settings.minutes,
+            since=fitted.started,
+            reserve=cost.minutes,
+            announce=said.compiling(runtime.verbose),
         )
         bleu_history = BleuHistory(validation_bleu, every=settings.bleu_every)
         averaging = None
