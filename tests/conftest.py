@@ -13,6 +13,17 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 if os.environ["KERAS_BACKEND"] == "jax":
     os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
+# The commands the tests start keep JAX's compiled loops in this run's own
+# directory, not in the user's cache (`zoo.cli.startup`).
+if "KERAS_SEQ_COMPILATION_CACHE" not in os.environ:
+    import atexit  # noqa: E402
+    import shutil  # noqa: E402
+    import tempfile  # noqa: E402
+
+    _cache = tempfile.mkdtemp(prefix="keras-seq-compilation-")
+    os.environ["KERAS_SEQ_COMPILATION_CACHE"] = _cache
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+
 import keras  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

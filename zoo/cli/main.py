@@ -31,7 +31,7 @@ from zoo.cli import (
     translate,
 )
 from zoo.cli.errors import UsageError
-from zoo.cli.startup import load_tensorflow
+from zoo.cli.startup import load_tensorflow, use_compilation_cache
 from zoo.recipes.allocator import tune_allocator
 
 
@@ -120,6 +120,7 @@ def main(argv=None):
             )
         if command_module(args.command).needs_tensorflow(args):
             load_tensorflow()
+            use_compilation_cache()
         tune_allocator()  # Every command reuses its large buffers.
         status = args.run(args)
         sys.stdout.flush()

@@ -1,4 +1,5 @@
-"""TensorFlow loaded with its start-up lines held back.
+"""TensorFlow loaded with its start-up lines held back, and JAX's compiled
+loops kept for the next command.
 
 TensorFlow's C++ runtime writes lines to the process's stderr while it
 loads (absl's "All log messages before absl::InitializeLog()", the CUDA
@@ -7,6 +8,14 @@ logging setting reaches them. They say nothing about the command, so a
 command that needs TensorFlow (`needs_tensorflow(args)` of its module) has
 it loaded here first, with stderr's file descriptor redirected, and only
 the other lines passed on.
+
+A command that decodes compiles its loops (one executable per batch
+shape) before its first output. On JAX, `use_compilation_cache` keeps the
+executables in a directory that the next command reads instead of
+compiling again. TensorFlow's own persistent XLA cache
+(`--tf_xla_persistent_cache_directory`) is not used: on the CPU it stores
+ahead-of-time results tied to the compiling machine's CPU features, and
+loading them logs parse errors and a warning of illegal instructions.
 """
 
 import contextlib
@@ -50,3 +59,37 @@ def load_tensorflow():
         return
     with startup_lines_held():
         import tensorflow  # noqa: F401
+
+
+# `KERAS_SEQ_COMPILATION_CACHE`: a directory, or "off"; unset, the user's
+# cache directory.
+CACHE_VARIABLE = "KERAS_SEQ_COMPILATION_CACHE"
+
+
+def compilation_cache_directory():
+    """Where JAX's compiled loops are kept, or None when switched off."""
+    chosen = os.environ.get(CACHE_VARIABLE)
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "0", "off") else chosen
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(home, "keras-seq", "jax")
+
+
+def use_compilation_cache(directory=None):
+    """On JAX, keeps compiled executables in `directory` for later processes.
+
+    Args:
+        directory: str, or None for `compilation_cache_directory()`.
+
+    Returns:
+        The directory used, or None (another backend, or switched off).
+    """
+    import keras
+
+    directory = directory or compilation_cache_directory()
+    if directory is None or keras.backend.backend() != "jax":
+        return None
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", directory)
+    return directory
