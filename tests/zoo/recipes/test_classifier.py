@@ -1,5 +1,4 @@
-"""`zoo.recipes.classifier` (and the masked language model beside it):
-the label checks and full epochs.
+"""`zoo.recipes.classifier`: the label checks and full epochs.
 
 A classifier's logits are the ids 0..K-1 of its classes, so labels that skip
 an id (say {0, 5}) are refused before anything is written. And every epoch
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 from keras_seq import text
-from zoo.recipes import classifier, masked_language_model
+from zoo.recipes import classifier
 
 WORDS = ["good", "fine", "great", "nice", "bad", "poor", "awful", "dull"]
 TRAIN, VALIDATION, TEST = 48, 16, 16
@@ -147,19 +146,6 @@ def test_classifier_trains_full_epochs_without_running_out_of_data(tmp_path):
     )  # fmt: skip
     _assert_full_epochs(result, said, TRAIN)
     assert 0.0 <= result.test_accuracy <= 1.0
-
-
-def test_masked_language_model_trains_full_epochs_without_running_out_of_data(
-    tmp_path,
-):
-    texts = [sentence for sentence, _ in _sentences(TRAIN + VALIDATION, 3)]
-    result, said = _train_quietly(
-        masked_language_model.train_masked_language_model,
-        (texts[:TRAIN], texts[TRAIN:]), str(tmp_path), preset="tiny",
-        epochs=EPOCHS, vocabulary_size=40,
-        batch_size=BATCH_SIZE, verbose=2,
-    )  # fmt: skip
-    _assert_full_epochs(result, said, TRAIN)
 
 
 def test_shuffled_pipelines_state_their_number_of_batches():
