@@ -1,5 +1,6 @@
 """`zoo.recipes.families`: the one table of recipes, read by every command."""
 
+import ast
 import pathlib
 import re
 import subprocess
@@ -53,6 +54,48 @@ def test_each_family_is_one_recipe_module():
         module = sys.modules[type(family).__module__]
         assert module.RECIPE is family
         assert module.__name__ == "zoo.recipes." + name.replace("-", "_")
+
+
+def _tests_of(module_name, family_name, tree):
+    """Whether a test module's syntax tree imports `module_name` or asks the
+    table for `family_name`."""
+    package, _, short = module_name.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(alias.name == module_name for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            if node.module == module_name:
+                return True
+            if node.module == package and short in {a.name for a in node.names}:
+                return True
+        elif isinstance(node, ast.Constant) and node.value == family_name:
+            return True
+    return False
+
+
+def test_every_family_module_has_its_test_module_at_the_mirrored_path():
+    """`zoo/recipes/<module>.py` of each family of the table is tested by
+    `tests/zoo/recipes/test_<module>.py`, which imports it (or asks the
+    table for the family by name)."""
+    missing = []
+    for name, family in FAMILIES.items():
+        module_name = type(family).__module__
+        short = module_name.rpartition(".")[2]
+        path = ROOT / "tests/zoo/recipes" / f"test_{short}.py"
+        if not path.is_file():
+            missing.append(f"{path.relative_to(ROOT)} (none)")
+        elif not _tests_of(module_name, name, ast.parse(path.read_text())):
+            missing.append(f"{path.relative_to(ROOT)} (does not import {module_name})")
+    assert missing == []
+
+
+def test_the_mirror_check_reads_the_imports():
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("from zoo.recipes import a"))
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("import zoo.recipes.a"))
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("FAMILIES['a']"))
+    assert not _tests_of("zoo.recipes.a", "a", ast.parse("from zoo.recipes import b"))
+    assert not _tests_of("zoo.recipes.a", "a", ast.parse("# zoo.recipes.a"))
 
 
 def test_capabilities_follow_from_the_recipes():
