@@ -139,12 +139,11 @@ class TrainedModel:
 
     def _require(self, command):
         if not self.recipe.supports(command):
-            from zoo.recipes.families import supporting
+            from zoo.recipes.families import listed
 
             where = f"{self.path} holds" if self.path else "this model is"
             raise ValueError(
-                f"{where} a {self.family}; {command} needs a "
-                f"{' or '.join(supporting(command))}."
+                f"{where} a {self.family}; {command} needs a {listed(command, 'or')}."
             )
 
     # A model built in Python, with its text: keras-hub's task convention

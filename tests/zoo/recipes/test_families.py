@@ -10,7 +10,7 @@ import types
 import pytest
 
 from keras_seq.text import RESERVED_TOKENS
-from zoo.recipes import model_dir, recipe, run_dir, settings, workflow
+from zoo.recipes import families, model_dir, recipe, run_dir, settings, workflow
 from zoo.recipes.families import FAMILIES, supporting
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -112,6 +112,13 @@ def test_capabilities_follow_from_the_recipes():
         files = model_dir.vocabulary_files(name)
         assert files == tuple(map(run_dir.vocabulary_file, family.vocabularies))
     assert model_dir.vocabulary_files("classifier") == ("vocabulary.txt",)
+
+
+def test_the_families_a_command_takes_are_named_as_an_english_list():
+    assert families.listed("translate") == "translator, rnn-translator and rnn-seq2seq"
+    assert families.listed("generate", "or") == "language-model or rnn-language-model"
+    assert families.listed("classify", "or") == "classifier"
+    assert families.listed("no-such-command") == ""
 
 
 @pytest.mark.parametrize("name", NAMES)
