@@ -181,6 +181,10 @@ class TrainedModel:
             preset: str or None, of the family's builder (None: its default).
             vocabulary_size: int or None, the most tokens of a vocabulary.
             **overrides: builder arguments over the preset.
+
+        Raises:
+            TypeError, ValueError: for `data` its family does not train on
+                (as `fit`).
         """
         import types
 
