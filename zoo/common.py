@@ -340,6 +340,11 @@ def quantized_layers(model):
     the config, lets `requantize` give them the quantized variables the file
     holds before Keras loads them.
     """
+    # Private, and kept: Keras 3 has no public walk of a model's nested
+    # layers (`Model.layers` lists the direct children only, and a layer
+    # tracks its sublayers in `_layers`), while `keras.Model.quantize`
+    # walks `_flatten_layers` itself; the variables' public paths would not
+    # say which layer is quantized, nor by which policy (int4's block size).
     return {
         layer.path: layer.dtype_policy.name
         for layer in model._flatten_layers()

@@ -5,7 +5,7 @@ import json
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least
 from zoo.cli.loading import load_model_dir
-from zoo.recipes.families import FAMILIES, supporting
+from zoo.recipes.families import FAMILIES, listed
 
 
 def needs_tensorflow(args):
@@ -46,7 +46,7 @@ def run(args):
     recipe = FAMILIES[trained.family]
     if args.beam_width is not None and not recipe.translates:
         raise UsageError(
-            f"--beam-width applies to {' and '.join(supporting('translate'))}; "
+            f"--beam-width applies to {listed('translate')}; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
     chosen = recipe.settings()

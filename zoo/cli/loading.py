@@ -21,7 +21,7 @@ def load_model_dir(path, command=None):
         A `model_dir.TrainedModel`.
     """
     from zoo.recipes import model_dir
-    from zoo.recipes.families import FAMILIES, supporting
+    from zoo.recipes.families import FAMILIES, listed
 
     print(f"loading {path}...", file=sys.stderr, flush=True)
     with reported_as_usage(ValueError):
@@ -33,6 +33,6 @@ def load_model_dir(path, command=None):
         with reported_as_usage(ValueError):
             raise ValueError(
                 f"--model-dir {path} holds a {trained.family}; `{command}` "
-                f"needs a {' or '.join(supporting(command))}."
+                f"needs a {listed(command, 'or')}."
             )
     return trained

@@ -38,3 +38,13 @@ DEMO = translator.RECIPE
 def supporting(command):
     """The names of the families whose runs `command` takes, in table order."""
     return tuple(name for name, recipe in FAMILIES.items() if recipe.supports(command))
+
+
+def listed(command, conjunction="and"):
+    """The names of `supporting(command)` as an English list, the one form
+    every message that names them takes: "translator, rnn-translator and
+    rnn-seq2seq" (`conjunction` "or": "... or rnn-seq2seq")."""
+    names = supporting(command)
+    if len(names) < 2:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} {conjunction} {names[-1]}"

@@ -3,6 +3,7 @@ Transformer out, scored by validation and test perplexity, with a sampled
 continuation of a validation line."""
 
 import dataclasses
+import inspect
 import math
 
 from zoo.recipes.inference import SAMPLE_TOP_K, generate_text
@@ -88,9 +89,18 @@ class LanguageModelRecipe(Recipe):
     def export(self, trained, export_dir, version):
         from keras_seq import export
 
-        return export.export_language_model(
-            trained.model, trained.preprocessor, export_dir, version=version
+        # A model too short for the export's default continuation (a tiny
+        # one) gives half its `max_length` to the continuation, half to the
+        # prompt, rather than being refused.
+        default = (
+            inspect.signature(export.export_language_model)
+            .parameters["max_new_tokens"]
+            .default
         )
+        return export.export_language_model(
+            trained.model, trained.preprocessor, export_dir, version=version,
+            max_new_tokens=min(default, trained.preprocessor.max_length // 2),
+        )  # fmt: skip
 
 
 RECIPE = LanguageModelRecipe()

@@ -150,6 +150,12 @@ def build_for_strategy(model, strategy, dataset):
     if strategy is None:
         return
     batch = next(iter(dataset))
+    # Private, and kept: the averaging to skip is Keras' own private step
+    # (`_maybe_symbolic_build`, run whenever the model has a strategy), so
+    # no public call avoids it; and `_symbolic_build` builds the model, the
+    # compiled loss and metrics from symbolic tensors without running a
+    # batch, which calling them in public would do (and count in the
+    # metrics).
     with strategy.scope():
         model._symbolic_build(data_batch=batch)
     model._maybe_symbolic_build = _nothing_to_build

@@ -26,6 +26,66 @@ def _tokenizers_of(preprocessor):
     return {"text": preprocessor.tokenizer}
 
 
+def _check_examples(data, name, recipe, num_classes=None):
+    """`data` as a list of what `recipe`'s family fits on, refused otherwise:
+    `(source, target)` pairs of str for translators, `(text, label)` pairs
+    for classifiers, str for the language models.
+
+    Args:
+        data: the argument's value.
+        name: str, the argument's name for the message.
+        recipe: the family's `Recipe`.
+        num_classes: int or None, a classifier's classes (its labels are
+            ids below it); None: any id from 0.
+
+    Returns:
+        A list.
+
+    Raises:
+        TypeError: when `data` is no list (a str is one text, not a list of
+            them), or an item is not of the family's kind.
+        ValueError: when `data` is empty, or a label is out of range.
+    """
+    if recipe.translates:
+        kind, sides = "(source, target) pairs", ("source", "target")
+    elif recipe.supports("classify"):
+        kind, sides = "(text, label) pairs", ("text", "label")
+    else:
+        kind, sides = "str", None
+    if sides is None and not isinstance(data, dict):
+        data = check_text_list(data, name)
+    elif isinstance(data, (str, bytes, dict)) or not hasattr(data, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a list of {kind}; received {type(data).__name__}."
+        )
+    data = list(data)
+    if not data:
+        raise ValueError(f"`{name}` must hold at least one item; received [].")
+    if sides is None:
+        return data
+    for index, item in enumerate(data):
+        if isinstance(item, str) or not isinstance(item, (tuple, list)):
+            raise TypeError(
+                f"`{name}[{index}]` must be a {kind[:-1]}; received "
+                f"{type(item).__name__}."
+            )
+        if len(item) != 2:
+            raise ValueError(
+                f"`{name}[{index}]` must be a {kind[:-1]}; received {len(item)} items."
+            )
+        for side, (side_name, value) in enumerate(zip(sides, item)):
+            where = f"{name}[{index}][{side}]"
+            if side_name == "label":
+                high = None if num_classes is None else num_classes - 1
+                check_int_in(value, where, 0, high, "the last class id", False)
+            elif not isinstance(value, str):
+                raise TypeError(
+                    f"`{where}` ({side_name}) must be a str; received "
+                    f"{type(value).__name__}."
+                )
+    return data
+
+
 class Classification(typing.NamedTuple):
     """One text's class: the most likely `label`, its `probability`, and
     every class's probability by name."""
@@ -79,12 +139,11 @@ class TrainedModel:
 
     def _require(self, command):
         if not self.recipe.supports(command):
-            from zoo.recipes.families import supporting
+            from zoo.recipes.families import listed
 
             where = f"{self.path} holds" if self.path else "this model is"
             raise ValueError(
-                f"{where} a {self.family}; {command} needs a "
-                f"{' or '.join(supporting(command))}."
+                f"{where} a {self.family}; {command} needs a {listed(command, 'or')}."
             )
 
     # A model built in Python, with its text: keras-hub's task convention
@@ -117,10 +176,15 @@ class TrainedModel:
         Args:
             family: str, a name of `zoo.recipes.families.FAMILIES`.
             data: a list of what the family trains on: `(source, target)`
-                pairs for translators, texts for the language models.
+                pairs for translators, `(text, label)` pairs for classifiers,
+                texts for the language models.
             preset: str or None, of the family's builder (None: its default).
             vocabulary_size: int or None, the most tokens of a vocabulary.
             **overrides: builder arguments over the preset.
+
+        Raises:
+            TypeError, ValueError: for `data` its family does not train on
+                (as `fit`).
         """
         import types
 
@@ -137,12 +201,8 @@ class TrainedModel:
             **{k: v for k, v in given.items() if v is not None},
             overrides=overrides,
         )
-        if isinstance(data, str | bytes) or not hasattr(data, "__iter__"):
-            raise TypeError(
-                "`data` must be a list of pairs or texts; received "
-                f"{type(data).__name__}."
-            )
-        corpus = types.SimpleNamespace(train=list(data), validation=[], test=[])
+        data = _check_examples(data, "data", recipe)
+        corpus = types.SimpleNamespace(train=data, validation=[], test=[])
         vocabularies = recipe.learn_vocabularies(corpus, settings)
         tokenizers = recipe.tokenizers(vocabularies, settings)
         model = recipe.build_model(vocabularies, corpus, settings)
@@ -168,26 +228,36 @@ class TrainedModel:
 
     def fit(self, data, epochs=1, validation_data=None, seed=0, **fit_options):
         """Trains on strings: `(source, target)` pairs for translators,
-        texts for the language models, through the preprocessor's batches
+        `(text, label)` pairs for classifiers, texts for the language models
+        (`data` and `validation_data` alike), through the preprocessor's batches
         (length-bucketed and shuffled by `seed`, as `keras-seq train`'s).
         Compiles with `compile()`'s defaults first if it was not compiled.
 
         Returns:
             Keras' `History`.
+
+        Raises:
+            TypeError: when `data` is no list of the family's items.
+            ValueError: when it is empty, an item is no pair, or a label
+                is no class of the model; before any work.
         """
         from zoo.recipes.recipe import Fitted
 
+        num_classes = self.model.get_config().get("num_classes")
+        data = _check_examples(data, "data", self.recipe, num_classes)
+        if validation_data is not None:
+            validation_data = _check_examples(
+                validation_data, "validation_data", self.recipe, num_classes
+            )
         if not self.model.compiled:
             self.compile()
         settings = dataclasses.replace(self.recipe.default_settings(), seed=seed)
         fitted = Fitted(
             self.model, self.preprocessor, None, started=0.0, vocabulary_minutes=0.0
         )
-        train = self.recipe.dataset(fitted, list(data), settings, shuffle=True)
+        train = self.recipe.dataset(fitted, data, settings, shuffle=True)
         if validation_data is not None:
-            validation_data = self.recipe.dataset(
-                fitted, list(validation_data), settings
-            )
+            validation_data = self.recipe.dataset(fitted, validation_data, settings)
         return self.model.fit(
             train,
             epochs=epochs,

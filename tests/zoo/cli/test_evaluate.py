@@ -119,6 +119,6 @@ def test_every_family_evaluates(tiny_runs, family, key):
             "evaluate", "--model-dir", out, "--beam-width", "2", in_process=True
         )
         assert refused.returncode == 1
-        assert "--beam-width applies to translator and rnn-translator" in (
+        assert "--beam-width applies to translator, rnn-translator and rnn-seq2seq" in (
             refused.stderr
         )

@@ -1,5 +1,4 @@
-"""`zoo.recipes.classifier` (and the masked language model beside it):
-the label checks and full epochs.
+"""`zoo.recipes.classifier`: the label checks and full epochs.
 
 A classifier's logits are the ids 0..K-1 of its classes, so labels that skip
 an id (say {0, 5}) are refused before anything is written. And every epoch
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 from keras_seq import text
-from zoo.recipes import classifier, masked_language_model
+from zoo.recipes import classifier
 
 WORDS = ["good", "fine", "great", "nice", "bad", "poor", "awful", "dull"]
 TRAIN, VALIDATION, TEST = 48, 16, 16
@@ -149,19 +148,6 @@ def test_classifier_trains_full_epochs_without_running_out_of_data(tmp_path):
     assert 0.0 <= result.test_accuracy <= 1.0
 
 
-def test_masked_language_model_trains_full_epochs_without_running_out_of_data(
-    tmp_path,
-):
-    texts = [sentence for sentence, _ in _sentences(TRAIN + VALIDATION, 3)]
-    result, said = _train_quietly(
-        masked_language_model.train_masked_language_model,
-        (texts[:TRAIN], texts[TRAIN:]), str(tmp_path), preset="tiny",
-        epochs=EPOCHS, vocabulary_size=40,
-        batch_size=BATCH_SIZE, verbose=2,
-    )  # fmt: skip
-    _assert_full_epochs(result, said, TRAIN)
-
-
 def test_shuffled_pipelines_state_their_number_of_batches():
     """Keras reads an epoch's length from `cardinality()`; unknown (-2), it
     learns it by running out of data, and warns."""
@@ -178,3 +164,79 @@ def test_shuffled_pipelines_state_their_number_of_batches():
         texts, tokenizer, 16, BATCH_SIZE, shuffle=True
     )
     assert int(masked.cardinality()) == batches
+
+
+# -- The recipe on the shared tiny run ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run(tiny_runs):
+    from zoo.recipes import model_dir
+
+    out, result = tiny_runs("classifier")
+    return out, result, model_dir.load_model_dir(str(out))
+
+
+def test_the_recipe_declares_adamw_and_keeps_the_best_validation_accuracy(run):
+    import json
+
+    import keras
+
+    from zoo.recipes import recipe
+
+    family = classifier.RECIPE
+    assert type(family).train is recipe.Recipe.train
+    assert family.monitor == "val_accuracy"
+    out, result, loaded = run
+    optimizer = loaded.model.optimizer
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert float(optimizer.learning_rate) == pytest.approx(
+        family.settings().learning_rate
+    )
+    assert optimizer.weight_decay == pytest.approx(0.01)
+    record = json.loads((out / "run.json").read_text())
+    figures = classifier.ClassifierResult(
+        None, None, {}, record["test_accuracy"], record["max_length"]
+    )
+    assert figures.record() == {
+        "test_accuracy": record["test_accuracy"],
+        "max_length": record["max_length"],
+    }
+    assert record["max_length"] == loaded.preprocessor.max_length
+    assert figures.summary(None) in result.stdout
+
+
+def test_evaluate_is_the_accuracy_of_the_classified_test_texts(run):
+    import json
+
+    out, _, loaded = run
+    from zoo.recipes import corpora
+
+    corpus = classifier.RECIPE.read_corpus(
+        corpora.recorded_data(loaded.run, loaded.path), None
+    )
+    figures = classifier.RECIPE.evaluate(loaded, corpus, None)
+    labels = [int(label) for label in loaded.label([t for t, _ in corpus.test])]
+    expected = np.mean([a == b for a, (_, b) in zip(labels, corpus.test)])
+    assert figures == {"test_accuracy": pytest.approx(float(expected))}
+    record = json.loads((out / "run.json").read_text())
+    assert figures["test_accuracy"] == pytest.approx(record["test_accuracy"], abs=1e-6)
+
+
+def test_the_export_serves_the_runs_probabilities(run, tmp_path):
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the SavedModel export is TensorFlow's")
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    _, _, loaded = run
+    path = classifier.RECIPE.export(loaded, str(tmp_path / "served"), 1)
+    served = tf.saved_model.load(path)
+    texts = ["ich is good", "du is bad", "wir is"]
+    outputs = served.signatures["serving_default"](texts=tf.constant(texts))
+    np.testing.assert_allclose(
+        outputs["probabilities"].numpy(), loaded.probabilities(texts), atol=1e-5
+    )
+    assert [t.decode() for t in outputs["label"].numpy()] == loaded.label(texts)

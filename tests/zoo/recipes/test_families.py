@@ -1,5 +1,6 @@
 """`zoo.recipes.families`: the one table of recipes, read by every command."""
 
+import ast
 import pathlib
 import re
 import subprocess
@@ -9,7 +10,7 @@ import types
 import pytest
 
 from keras_seq.text import RESERVED_TOKENS
-from zoo.recipes import model_dir, recipe, run_dir, settings, workflow
+from zoo.recipes import families, model_dir, recipe, run_dir, settings, workflow
 from zoo.recipes.families import FAMILIES, supporting
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -55,6 +56,48 @@ def test_each_family_is_one_recipe_module():
         assert module.__name__ == "zoo.recipes." + name.replace("-", "_")
 
 
+def _tests_of(module_name, family_name, tree):
+    """Whether a test module's syntax tree imports `module_name` or asks the
+    table for `family_name`."""
+    package, _, short = module_name.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(alias.name == module_name for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            if node.module == module_name:
+                return True
+            if node.module == package and short in {a.name for a in node.names}:
+                return True
+        elif isinstance(node, ast.Constant) and node.value == family_name:
+            return True
+    return False
+
+
+def test_every_family_module_has_its_test_module_at_the_mirrored_path():
+    """`zoo/recipes/<module>.py` of each family of the table is tested by
+    `tests/zoo/recipes/test_<module>.py`, which imports it (or asks the
+    table for the family by name)."""
+    missing = []
+    for name, family in FAMILIES.items():
+        module_name = type(family).__module__
+        short = module_name.rpartition(".")[2]
+        path = ROOT / "tests/zoo/recipes" / f"test_{short}.py"
+        if not path.is_file():
+            missing.append(f"{path.relative_to(ROOT)} (none)")
+        elif not _tests_of(module_name, name, ast.parse(path.read_text())):
+            missing.append(f"{path.relative_to(ROOT)} (does not import {module_name})")
+    assert missing == []
+
+
+def test_the_mirror_check_reads_the_imports():
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("from zoo.recipes import a"))
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("import zoo.recipes.a"))
+    assert _tests_of("zoo.recipes.a", "a", ast.parse("FAMILIES['a']"))
+    assert not _tests_of("zoo.recipes.a", "a", ast.parse("from zoo.recipes import b"))
+    assert not _tests_of("zoo.recipes.a", "a", ast.parse("# zoo.recipes.a"))
+
+
 def test_capabilities_follow_from_the_recipes():
     assert supporting("translate") == ("translator", "rnn-translator", "rnn-seq2seq")
     assert supporting("export") == (
@@ -69,6 +112,13 @@ def test_capabilities_follow_from_the_recipes():
         files = model_dir.vocabulary_files(name)
         assert files == tuple(map(run_dir.vocabulary_file, family.vocabularies))
     assert model_dir.vocabulary_files("classifier") == ("vocabulary.txt",)
+
+
+def test_the_families_a_command_takes_are_named_as_an_english_list():
+    assert families.listed("translate") == "translator, rnn-translator and rnn-seq2seq"
+    assert families.listed("generate", "or") == "language-model or rnn-language-model"
+    assert families.listed("classify", "or") == "classifier"
+    assert families.listed("no-such-command") == ""
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -65,3 +65,24 @@ def test_a_rnn_language_model_does_not_export(run, tmp_path):
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("keras-seq: `export`")
+
+
+def test_the_recipe_declares_a_clipped_adam_and_its_own_lengths():
+    from zoo.recipes import recipe, rnn_language_model
+
+    family = rnn_language_model.RECIPE
+    assert type(family).train is recipe.Recipe.train
+    model = family.builder("tiny", vocabulary_size=30)
+    settings = family.settings(learning_rate=5e-3, clipnorm=0.5)
+    config = family.optimizer(model, settings).get_config()
+    assert config["name"] == "adam"
+    assert config["learning_rate"] == pytest.approx(5e-3)
+    assert config["clipnorm"] == 0.5
+    # A recurrent model has no length of its own: a run written before
+    # `preprocessor.json` loads at the recipe's window and bound.
+    _, lengths = family.preprocessor(model.get_config(), {})
+    assert lengths == {"max_length": 128, "sequence_length": 64}
+    assert family.preprocessor({}, {"max_length": 40, "sequence_length": 20})[1] == {
+        "max_length": 40,
+        "sequence_length": 20,
+    }

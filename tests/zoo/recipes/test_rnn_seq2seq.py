@@ -60,3 +60,20 @@ def test_a_rnn_seq2seq_run_does_not_export(run, tmp_path):
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("keras-seq: `export`")
+
+
+def test_the_recipe_declares_the_rnn_translators_clipped_adam():
+    import keras
+
+    from zoo.recipes import recipe, rnn_translator
+    from zoo.recipes.settings import TranslatorSettings
+
+    family = FAMILIES["rnn-seq2seq"]
+    assert type(family).train is recipe.Recipe.train
+    assert type(family).optimizer is rnn_translator.RNNTranslatorRecipe.optimizer
+    model = family.builder("tiny", source_vocabulary_size=30, target_vocabulary_size=30)
+    optimizer = family.optimizer(model, TranslatorSettings(learning_rate_scale=2.0))
+    assert isinstance(optimizer, keras.optimizers.Adam)
+    config = optimizer.get_config()
+    assert config["learning_rate"] == pytest.approx(2e-3)
+    assert config["clipnorm"] == 1.0

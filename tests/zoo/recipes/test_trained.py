@@ -1,4 +1,5 @@
-"""`zoo.recipes.trained`: the trained model imports no training code."""
+"""`zoo.recipes.trained`: the trained model imports no training code; it
+learns, fits and refuses bad data as each family."""
 
 import os
 import pathlib
@@ -108,3 +109,151 @@ def test_a_model_built_in_python_compiles_fits_and_saves_as_its_family(tmp_path)
     assert loaded.generate(sentences) == translator.generate(sentences)
     with pytest.raises(ValueError, match="takes no top_p for it"):
         translator.generate(sentences, top_p=0.9)
+
+
+def _learn_and_fit(family, data, epochs=4, **options):
+    """`TrainedModel.learn` on `data` at the tiny preset, then `fit`; the
+    object and its per-epoch losses."""
+    import keras
+
+    import zoo
+
+    keras.utils.set_random_seed(1)
+    trained = zoo.TrainedModel.learn(
+        family, data, preset="tiny", vocabulary_size=60, **options
+    )
+    history = trained.fit(data, epochs=epochs, verbose=0).history
+    return trained, history["loss"]
+
+
+def test_learn_builds_a_classifier_that_fits_on_labelled_texts():
+    from keras_seq.text import ClassificationPreprocessor
+    from tests.zoo.recipes.test_classifier import _sentences
+
+    pairs = _sentences(48, 0)
+    trained, losses = _learn_and_fit("classifier", pairs)
+    config = trained.model.get_config()
+    assert isinstance(trained.preprocessor, ClassificationPreprocessor)
+    assert config["num_classes"] == 2
+    assert config["vocabulary_size"] == trained.preprocessor.tokenizer.vocabulary_size()
+    assert losses[-1] < losses[0]
+    classified = trained.classify([text for text, _ in pairs[:3]])
+    assert [c.label for c in classified] == trained.label([t for t, _ in pairs[:3]])
+    for c in classified:
+        assert sum(c.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        assert c.probability == max(c.probabilities.values())
+
+
+def test_learn_builds_a_language_model_that_fits_on_texts(tmp_path):
+    from keras_seq.text import LanguageModelPreprocessor
+    from tests.zoo.conftest import write_lines
+
+    texts = write_lines(tmp_path / "lines.txt").read_text().splitlines()
+    trained, losses = _learn_and_fit("language-model", texts)
+    assert isinstance(trained.preprocessor, LanguageModelPreprocessor)
+    config = trained.model.get_config()
+    # The window is the model's whole length (the recipe's 128 cut to 32).
+    assert trained.preprocessor.sequence_length == config["max_length"] == 32
+    assert config["vocabulary_size"] == trained.preprocessor.tokenizer.vocabulary_size()
+    assert losses[-1] < losses[0]
+    line = trained.generate("you he", max_new_tokens=4, seed=3)
+    assert line.startswith("you he") and line == trained.generate(
+        "you he", max_new_tokens=4, seed=3
+    )
+
+
+class _Model:
+    """What `fit` reads of a model before its checks pass."""
+
+    compiled = False
+
+    def __init__(self, num_classes=None):
+        self.config = {} if num_classes is None else {"num_classes": num_classes}
+
+    def get_config(self):
+        return self.config
+
+
+def _unfitted(family):
+    import types
+
+    from zoo.recipes.families import FAMILIES
+    from zoo.recipes.trained import TrainedModel
+
+    classifies = FAMILIES[family].supports("classify")
+    preprocessor = types.SimpleNamespace(tokenizer=None)
+    model = _Model(2 if classifies else None)
+    return TrainedModel(None, family, model, {}, preprocessor=preprocessor)
+
+
+def _fit_cases():
+    from zoo.recipes.families import FAMILIES
+
+    for name, family in FAMILIES.items():
+        if family.translates:
+            kind, good = "(source, target) pair", ("Ich.", "I.")
+        elif family.supports("classify"):
+            kind, good = "(text, label) pair", ("good.", 1)
+        else:
+            kind, good = "str", "you he"
+        many = "a list of " + (kind + "s" if kind != "str" else kind)
+        cases = [
+            ({"a": 1}, TypeError, f"`data` must be {many}; received dict."),
+            (7, TypeError, f"`data` must be {many}; received int."),
+            ([], ValueError, "`data` must hold at least one item; received []."),
+        ]
+        if kind == "str":
+            cases += [
+                ("you he", TypeError, "`data` must be a list of str; received a "
+                 "str (pass ['you he'] for one text)."),
+                ([good, 3], TypeError, "`data[1]` must be a str; received int."),
+            ]  # fmt: skip
+        else:
+            second = "label" if family.supports("classify") else "target"
+            cases += [
+                ("Ich.", TypeError, f"`data` must be {many}; received str."),
+                ([good, "Ich."], TypeError,
+                 f"`data[1]` must be a {kind}; received str."),
+                ([good, (*good, "x")], ValueError,
+                 f"`data[1]` must be a {kind}; received 3 items."),
+                ([(3, good[1])], TypeError,
+                 f"`data[0][0]` ({kind[1:].split(',')[0]}) must be a str; "
+                 "received int."),
+            ]  # fmt: skip
+            if second == "target":
+                cases.append(
+                    ([("Ich.", None)], TypeError,
+                     "`data[0][1]` (target) must be a str; received NoneType.")
+                )  # fmt: skip
+            else:
+                cases += [
+                    ([("good.", "pos")], TypeError,
+                     "`data[0][1]` must be an int; received 'pos'."),
+                    ([("good.", 2)], ValueError, "`data[0][1]` must be at most 1 "
+                     "(the last class id); received 2."),
+                ]  # fmt: skip
+        for index, (data, error, message) in enumerate(cases):
+            yield pytest.param(name, data, error, message, id=f"{name}-{index}")
+
+
+@pytest.mark.parametrize("family, data, error, message", list(_fit_cases()))
+def test_fit_refuses_what_its_family_does_not_train_on_in_one_line(
+    family, data, error, message
+):
+    trained = _unfitted(family)
+    with pytest.raises(error) as info:
+        trained.fit(data)
+    assert str(info.value) == message
+    # `validation_data` is checked alike, and named.
+    with pytest.raises(error) as info:
+        trained.fit(_good_data(family), validation_data=data)
+    assert str(info.value) == message.replace("`data", "`validation_data")
+
+
+def _good_data(family):
+    from zoo.recipes.families import FAMILIES
+
+    recipe = FAMILIES[family]
+    if recipe.translates:
+        return [("Ich.", "I.")]
+    return [("good.", 1)] if recipe.supports("classify") else ["you he"]
