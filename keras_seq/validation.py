@@ -149,8 +149,9 @@ def check_top_p(value, name="top_p"):
         raise ValueError(f"`{name}` must be in (0, 1]; received {value!r}.")
 
 
-def check_token_id_list(values, name, size=None):
-    """Refuse `values` unless it is None or a sequence of int ids in [0, size).
+def check_token_id_list(values, name, size=None, low=0):
+    """Refuse `values` unless it is None or a sequence of int ids in
+    [low, size) (`size` None: any id >= low).
 
     Returns:
         A tuple of Python ints (empty for None), in the given order.
@@ -165,11 +166,15 @@ def check_token_id_list(values, name, size=None):
         raise TypeError(
             f"`{name}` must be a list of int ids or None; received {values!r}."
         )
+    expected = f"in [{low}, {size})" if size else f">= {low}"
     ids = []
     for value in values:
         if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
             value = value.item()  # A NumPy or tensor scalar.
-        check_token_id(value, name + " ids", size)
+        if not _is_int(value) or value < low or (size and value >= size):
+            raise ValueError(
+                f"`{name}` must hold int ids {expected}; received {value!r}."
+            )
         ids.append(int(value))
     return tuple(ids)
 
@@ -211,7 +216,7 @@ def check_prefix_ids(prefix_ids, batch_size, max_new_tokens, size=None):
                 )
             rows.append(row[: ended[0]] if ended else row)
     elif isinstance(prefix_ids, (list, tuple)):
-        rows = [check_token_id_list(row, "prefix_ids", size) for row in prefix_ids]
+        rows = [check_token_id_list(row, "prefix_ids", size, 1) for row in prefix_ids]
     else:
         raise TypeError(
             "`prefix_ids` must be a list of lists of ids or an int array of "
@@ -229,11 +234,6 @@ def check_prefix_ids(prefix_ids, batch_size, max_new_tokens, size=None):
                 f"`prefix_ids` rows must hold at most max_new_tokens="
                 f"{max_new_tokens} ids; received {len(row)}."
             )
-        for value in row:
-            if not 0 < value < (size or value + 1):
-                expected = f"[1, {size})" if size else ">= 1"
-                raise ValueError(
-                    f"`prefix_ids` ids must be in {expected}; received {value}."
-                )
+        check_token_id_list(row, "prefix_ids", size, 1)
         padded[index, : len(row)] = row
     return padded
