@@ -565,6 +565,10 @@ CT2_CASES = {
         {"prefix_ids": CT2_PREFIXES, "repetition_penalty": 2.0},
         {"target_prefix": _words(CT2_PREFIXES), "repetition_penalty": 2.0},
     ),
+    "prefix_and_min": (
+        {"prefix_ids": CT2_PREFIXES, "min_new_tokens": 5},
+        {"target_prefix": _words(CT2_PREFIXES), "min_decoding_length": 5},
+    ),
     "min_and_ngram": (
         {"min_new_tokens": 6, "no_repeat_ngram_size": 2},
         {"min_decoding_length": 6, "no_repeat_ngram_size": 2},
