@@ -147,3 +147,93 @@ def check_top_p(value, name="top_p"):
         or not 0.0 < value <= 1.0
     ):
         raise ValueError(f"`{name}` must be in (0, 1]; received {value!r}.")
+
+
+def check_token_id_list(values, name, size=None, low=0):
+    """Refuse `values` unless it is None or a sequence of int ids in
+    [low, size) (`size` None: any id >= low).
+
+    Returns:
+        A tuple of Python ints (empty for None), in the given order.
+
+    Raises:
+        TypeError: when `values` is a str, a bare int, or not iterable.
+        ValueError: naming the first id out of range.
+    """
+    if values is None:
+        return ()
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a list of int ids or None; received {values!r}."
+        )
+    expected = f"in [{low}, {size})" if size else f">= {low}"
+    ids = []
+    for value in values:
+        if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+            value = value.item()  # A NumPy or tensor scalar.
+        if not _is_int(value) or value < low or (size and value >= size):
+            raise ValueError(
+                f"`{name}` must hold int ids {expected}; received {value!r}."
+            )
+        ids.append(int(value))
+    return tuple(ids)
+
+
+def check_prefix_ids(prefix_ids, batch_size, max_new_tokens, size=None):
+    """Refuse forced prefixes that do not fit; return them as one array.
+
+    Args:
+        prefix_ids: per row, the ids to force after the start token: a list
+            of lists (ragged, an empty list forcing nothing) or a (B, P)
+            int array padded at the end with 0 (0 = no forced id).
+        batch_size: int B, the rows of the input.
+        max_new_tokens: int M; no prefix may be longer.
+        size: int V or None, the output vocabulary size.
+
+    Returns:
+        A (B, M) int32 NumPy array, each row's prefix then zeros.
+
+    Raises:
+        TypeError, ValueError: naming `prefix_ids` and what is expected.
+    """
+    import numpy as np  # Only here: the checks above import without NumPy.
+
+    if hasattr(prefix_ids, "shape") and hasattr(prefix_ids, "dtype"):
+        array = np.asarray(prefix_ids)
+        if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                "`prefix_ids` must be a list of lists of ids or an int array "
+                "of shape (batch_size, prefix_length); received "
+                f"{array.dtype} of shape {array.shape}."
+            )
+        rows = []
+        for row in array.tolist():
+            ended = [i for i, value in enumerate(row) if value == 0]
+            if ended and any(row[ended[0] :]):
+                raise ValueError(
+                    "`prefix_ids` rows must be padded with 0 at the end only; "
+                    f"received {row}."
+                )
+            rows.append(row[: ended[0]] if ended else row)
+    elif isinstance(prefix_ids, (list, tuple)):
+        rows = [check_token_id_list(row, "prefix_ids", size, 1) for row in prefix_ids]
+    else:
+        raise TypeError(
+            "`prefix_ids` must be a list of lists of ids or an int array of "
+            f"shape (batch_size, prefix_length); received {prefix_ids!r}."
+        )
+    if len(rows) != batch_size:
+        raise ValueError(
+            f"`prefix_ids` must have one row per input row ({batch_size}); "
+            f"received {len(rows)}."
+        )
+    padded = np.zeros((batch_size, max_new_tokens), "int32")
+    for index, row in enumerate(rows):
+        if len(row) > max_new_tokens:
+            raise ValueError(
+                f"`prefix_ids` rows must hold at most max_new_tokens="
+                f"{max_new_tokens} ids; received {len(row)}."
+            )
+        check_token_id_list(row, "prefix_ids", size, 1)
+        padded[index, : len(row)] = row
+    return padded

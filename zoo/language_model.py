@@ -235,6 +235,9 @@ class LanguageModel(GenerativeModel, TokenIdsModel):
             return None
         return lambda token_ids, index, context, cache: step(token_ids, index, cache)
 
+    # `score(token_ids)` reads the first id as given, the rest as output.
+    continues_input = True
+
 
 def build_language_model(preset=None, **overrides):
     """Build a decoder-only causal Transformer language model.

@@ -290,6 +290,9 @@ class RNNLanguageModel(GenerativeModel, TokenIdsModel):
             updated.append(tuple(keras.tree.flatten(new_states)))
         return self.logits_dense(x), tuple(updated)  # (B, V)
 
+    # `score(token_ids)` reads the first id as given, the rest as output.
+    continues_input = True
+
 
 def _run_encoder(layers, x):
     """Stacked encoder; returns the final state list of every layer."""

@@ -129,6 +129,8 @@ def beam_search(
     length_penalty=defaults.LENGTH_PENALTY,
     num_return=1,
     steps_per_check=None,
+    log_probs_fn=None,
+    return_token_scores=False,
 ):
     """Run beam search as one compiled loop.
 
@@ -158,11 +160,20 @@ def beam_search(
         num_return: how many hypotheses to return per row, <= K.
         steps_per_check: int >= 1, steps between two checks of whether
             every beam has ended; None: `default_steps_per_check()`.
+        log_probs_fn: None, or `(logits (B*K, V), tokens (B*K, M + 1),
+            index) -> (B*K, V)` log-probabilities of the next ids given
+            each beam's tokens so far (those up to `index` written): the
+            decoding controls. Ids it rules out score at most the masks'
+            sentinel and are never chosen while another id is left.
+        return_token_scores: bool, also return each hypothesis's
+            per-token log-probabilities.
 
     Returns:
         `(ids, scores)`: (B, num_return, M) int32 ids, best first, each
         ending with its end token and zeros, and their (B, num_return)
-        length-normalised log-probabilities.
+        length-normalised log-probabilities. With `return_token_scores`,
+        `(ids, scores, token_scores)`: the (B, num_return, M) float32
+        log-probabilities each hypothesis added up, 0 after its end.
     """
     check_num_return(num_return, beam_width)
     check_positive_int(steps_per_check, "steps_per_check", allow_none=True)
@@ -223,8 +234,17 @@ def beam_search(
         return tokens, scores, finished, lengths, state
 
     carry = (tokens, scores, finished, lengths, state)
+    general = log_probs_fn is not None or return_token_scores
+    if general:
+        # The controls' and the scores' loop, in `keras.ops` on every
+        # backend; the plain loops above and below stay as they were.
+        advance = _scoring_advance(
+            step_fn, reorder_fn, log_probs_fn, batch_size, k, end_token_id
+        )
+        carry = carry + (ops.zeros((rows, max_new_tokens + 1), "float32"),)
     if not current_policy().compiled:
-        advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
+        if not general:
+            advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
         carry = _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check)
     elif stops:
         carry = _run_until_finished(
@@ -235,13 +255,73 @@ def beam_search(
         )
     else:
         carry = ops.fori_loop(0, max_new_tokens, advance, carry)
-    tokens, scores, finished, lengths, state = carry
+    tokens, scores, finished, lengths = carry[:4]
     normalised = scores / length_penalty_factor(ops.maximum(lengths, 1), length_penalty)
     best, order = ops.top_k(normalised, num_return)  # (B, num_return)
     order = ops.reshape(ops.cast(order, "int32") + offsets, (-1,))
     ids = ops.take(tokens[:, 1:], order, axis=0)
     ids = ops.reshape(ids, (batch_size, num_return, max_new_tokens))
-    return ids, best
+    if not return_token_scores:
+        return ids, best
+    token_scores = ops.take(carry[5][:, 1:], order, axis=0)
+    shape = (batch_size, num_return, max_new_tokens)
+    return ids, best, ops.reshape(token_scores, shape)
+
+
+def _scoring_advance(step_fn, reorder_fn, log_probs_fn, batch_size, k, end_token_id):
+    """`beam_search`'s step with the decoding controls and per-token scores.
+
+    The same search as the plain step, over the log-probabilities of
+    `log_probs_fn` (the plain log-softmax without it); the carry gains
+    the (B*K, M + 1) log-probabilities of the tokens, reordered with
+    them, so that a hypothesis's are the ones its score added up.
+    """
+    rows = batch_size * k
+    offsets = ops.arange(batch_size, dtype="int32")[:, None] * k  # (B, 1)
+
+    def advance(index, carry):
+        tokens, scores, finished, lengths, state, token_scores = carry
+        previous = ops.slice(tokens, [0, index], [rows, 1])  # (B*K, 1)
+        logits, state = step_fn(previous, index, state)
+        logits = ops.cast(logits, "float32")  # (B*K, V)
+        if log_probs_fn is None:
+            log_probs = logits - ops.logsumexp(logits, axis=-1, keepdims=True)
+        else:
+            log_probs = log_probs_fn(logits, tokens, index)
+        # Ruled-out ids score as dead beams do: a sum of two stays finite.
+        log_probs = ops.maximum(log_probs, _NO_SCORE)
+        # As the plain step: each beam proposes its K best continuations.
+        log_probs, token_ids = top_k_by_blocks(log_probs, k)  # (B*K, K)
+        padding_only = ops.where(ops.arange(k) == 0, 0.0, _NO_SCORE)  # (K,)
+        finished_rows = ops.reshape(finished, (rows, 1))
+        log_probs = ops.where(finished_rows, padding_only, log_probs)
+        token_ids = ops.where(finished_rows, 0, ops.cast(token_ids, "int32"))
+        candidates = scores[..., None] + ops.reshape(log_probs, (batch_size, k, k))
+        log_probs = ops.reshape(log_probs, (batch_size, k * k))
+        scores, flat = ops.top_k(ops.reshape(candidates, (batch_size, k * k)), k)
+        flat = ops.cast(flat, "int32")  # (B, K) among the K * K candidates
+        beams = flat // k
+        new_tokens = ops.take_along_axis(
+            ops.reshape(token_ids, (batch_size, k * k)), flat, axis=1
+        )
+        chosen = ops.take_along_axis(log_probs, flat, axis=1)  # (B, K)
+        source_rows = ops.reshape(beams + offsets, (rows,))
+        tokens = ops.take(tokens, source_rows, axis=0)
+        token_scores = ops.take(token_scores, source_rows, axis=0)
+        state = reorder_fn(state, source_rows)
+        was_finished = ops.take_along_axis(finished, beams, axis=1)
+        lengths = ops.take_along_axis(lengths, beams, axis=1)
+        lengths = lengths + ops.cast(ops.logical_not(was_finished), "int32")
+        finished = ops.logical_or(was_finished, ops.equal(new_tokens, end_token_id))
+        tokens = ops.slice_update(
+            tokens, [0, index + 1], ops.reshape(new_tokens, (rows, 1))
+        )
+        token_scores = ops.slice_update(
+            token_scores, [0, index + 1], ops.reshape(chosen, (rows, 1))
+        )
+        return tokens, scores, finished, lengths, state, token_scores
+
+    return advance
 
 
 def _run_until_finished(advance, carry, max_new_tokens, steps_per_check):

@@ -36,24 +36,35 @@ from keras_seq import defaults
 from keras_seq.generation import draws
 from keras_seq.generation.beam import beam_search as run_beam_search
 from keras_seq.generation.beam import check_num_return, take_rows, tile_beams
+from keras_seq.generation.controls import DecodingControls
 from keras_seq.generation.draws import fresh_seed
 from keras_seq.generation.loop_policy import current as current_policy
 from keras_seq.generation.sampling import (
+    first_argmax,
     given_buffer,
     make_sampler,
     run_compiled,
     run_sampler,
     token_masker,
+    tracing_tensorflow_function,
     zero_after_end,
 )
-from keras_seq.masks import padding_mask, token_logits_mask
-from keras_seq.text import END_ID, START_ID
+from keras_seq.masks import (
+    check_token_ids,
+    masked_value,
+    padding_mask,
+    token_logits_mask,
+)
+from keras_seq.text import END_ID, START_ID, UNK_ID
 from keras_seq.validation import (
+    check_bool,
     check_finite,
     check_int_in,
     check_positive_int,
+    check_prefix_ids,
     check_seed,
     check_token_id,
+    check_token_id_list,
     check_top_p,
 )
 
@@ -248,7 +259,7 @@ class GenerativeModel:
         token_ids,
         max_new_tokens=None,
         strategy="greedy",
-        start_token_id=START_ID,
+        start_token_id=None,
         end_token_id=END_ID,
         beam_width=defaults.BEAM_WIDTH,
         length_penalty=defaults.LENGTH_PENALTY,
@@ -256,6 +267,14 @@ class GenerativeModel:
         top_k=None,
         top_p=None,
         seed=None,
+        *,
+        prefix_ids=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress_token_ids=None,
+        suppress_unknown=False,
+        return_scores=False,
     ):
         """Generate ids with a compiled loop over the model's cache.
 
@@ -276,9 +295,10 @@ class GenerativeModel:
             strategy: `"greedy"`, `"sample"` (`temperature`, `top_k`,
                 `top_p`, `seed`) or `"beam"` (the best hypothesis of
                 `beam_search` with `beam_width` and `length_penalty`).
-            start_token_id: int, the id a translator's output starts from
-                (`keras_seq.text.START_ID`); a language model continues its
-                prompt and ignores it.
+            start_token_id: int, the id a translator's output starts from;
+                None: the model's `default_start_token_id`
+                (`keras_seq.text.START_ID`). A language model continues
+                its prompt and ignores it.
             end_token_id: int, the id that ends an output
                 (`keras_seq.text.END_ID`); None (or a negative id, which
                 no token has) decodes exactly `max_new_tokens` tokens per
@@ -300,13 +320,47 @@ class GenerativeModel:
                 ids, not on the rows beside it (`keras_seq.generation.
                 draws`). None: every call draws afresh (from NumPy's
                 generator, which `keras.utils.set_random_seed` seeds).
+            prefix_ids: None, or per row the ids the output starts with
+                (after the start token; after the prompt of a language
+                model): a list of lists (ragged; `[]` forces nothing) or
+                a (B, P') int array padded at the end with 0. They are
+                written whatever the other controls say, and count as
+                output for them (n-grams, the penalty, `min_new_tokens`)
+                as CTranslate2's `target_prefix` does.
+            min_new_tokens: None, or an int in [0, max_new_tokens]: the
+                end token is not written before that many new tokens (a
+                forced prefix included; CTranslate2's
+                `min_decoding_length`, transformers' `min_new_tokens`).
+            no_repeat_ngram_size: None or 0 for none, or an int n >= 1:
+                no id is written that would complete an n-gram already in
+                the output (the prompt of a language model included).
+            repetition_penalty: None, or a finite float p > 0: the logit
+                of every id already in the output (the prompt of a
+                language model included, the source of a translator not)
+                is divided by p if positive and multiplied by p if not
+                (CTRL, Keskar et al., 2019); p > 1 discourages repeats.
+            suppress_token_ids: None, or a list of ids never written.
+            suppress_unknown: bool, never write the model's
+                `unknown_token_id` (CTranslate2's `disable_unk`).
+            return_scores: bool, also return each new token's
+                log-probability.
 
         Returns:
             (B, max_new_tokens) int32 ids; a row that produced the end
             token holds it followed by zeros. A row without a token (all
             padding, or a source or prompt of length 0) answers the end
             token followed by zeros (only zeros without an end token), as
-            an empty sentence translates to an empty one.
+            an empty sentence translates to an empty one. With
+            `return_scores`, `(ids, scores)`: (B, max_new_tokens) float32
+            log-probabilities of each id (0 after the end), from the
+            log-softmax of the logits decoded from: the model's logits
+            with the controls applied (the penalty, and the ruled-out
+            ids masked: `unsamplable_token_ids`, the suppressed ids, the
+            blocked n-grams, the end token before `min_new_tokens`),
+            divided by the temperature when sampling, before top-k and
+            top-p (as CTranslate2's `return_log_prob`). A forced id is
+            scored by that distribution too, not as certain. Greedy
+            scores without controls equal `score` of the same output.
 
         Raises:
             TypeError, ValueError: for ids or an option out of range,
@@ -317,32 +371,50 @@ class GenerativeModel:
         """
         token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        start_token_id = self._resolve_start(start_token_id)
         self._check_special_ids(start_token_id, end_token_id)
         self._check_options(beam_width, length_penalty, temperature, top_k, top_p)
+        controls = self._decoding_controls(
+            token_ids,
+            max_new_tokens,
+            prefix_ids=prefix_ids,
+            min_new_tokens=min_new_tokens,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
+            suppress_token_ids=suppress_token_ids,
+            suppress_unknown=suppress_unknown,
+        )
+        check_bool(return_scores, "return_scores")
         if no_positions:  # Nothing to decode from: the answer needs no model.
             ids = ops.zeros((ops.shape(token_ids)[0], max_new_tokens), "int32")
-            return _answer_rows_without_tokens(token_ids, end_token_id, ids)
+            scores = ops.zeros(ops.shape(ids), "float32") if return_scores else None
+            return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
         if strategy == "beam":
-            ids, _ = self.beam_search(
+            found = self._compiled_beam_search(
                 token_ids,
                 max_new_tokens,
-                beam_width,
-                length_penalty,
-                start_token_id=start_token_id,
-                end_token_id=end_token_id,
+                (beam_width, length_penalty, 1),
+                start_token_id,
+                end_token_id,
+                controls,
+                return_scores,
             )
-            return ids[:, 0]
+            if return_scores:
+                return found[0][:, 0], found[2][:, 0]
+            return found[0][:, 0]
         check_seed(seed)
         sampler = make_sampler(strategy, temperature, top_k, top_p)
         key = (strategy, max_new_tokens, start_token_id, end_token_id)
         key += (temperature, top_k, top_p, self._unsamplable(end_token_id))
+        if controls is not None or return_scores:
+            key += (None if controls is None else controls.key, return_scores)
         draw = None
         if strategy == "sample":
             draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
 
         def make_fn():
-            def sample(token_ids, seed):
-                ids = self._sample(
+            def sample(token_ids, seed, *control_tensors):
+                found = self._sample(
                     token_ids,
                     sampler,
                     max_new_tokens,
@@ -350,18 +422,23 @@ class GenerativeModel:
                     end_token_id,
                     draw=draw,
                     seed=seed,
+                    controls=controls and controls.with_tensors(control_tensors),
+                    return_scores=return_scores,
                 )
                 # Inside the compiled loop: eagerly, its few ops would cost
                 # more than a decoding step.
-                return _answer_rows_without_tokens(token_ids, end_token_id, ids)
+                if return_scores:
+                    return _answer_rows_without_tokens(token_ids, end_token_id, *found)
+                return _answer_rows_without_tokens(token_ids, end_token_id, found)
 
             return sample
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
-        # The seed is an input of the compiled loop, not a constant of it:
-        # a new seed reuses the loop.
+        # The seed and the controls' values are inputs of the compiled
+        # loop, not constants of it: a new seed or penalty reuses the loop.
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
-        return run_compiled(self, key, make_fn, token_ids, seed)
+        inputs = [] if controls is None else controls.tensors()
+        return run_compiled(self, key, make_fn, token_ids, seed, *inputs)
 
     def beam_search(
         self,
@@ -370,8 +447,16 @@ class GenerativeModel:
         beam_width=defaults.BEAM_WIDTH,
         length_penalty=defaults.LENGTH_PENALTY,
         num_return=1,
-        start_token_id=START_ID,
+        start_token_id=None,
         end_token_id=END_ID,
+        *,
+        prefix_ids=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress_token_ids=None,
+        suppress_unknown=False,
+        return_scores=False,
     ):
         """Beam search over the model's cache, returning n-best lists.
 
@@ -388,36 +473,87 @@ class GenerativeModel:
                 summed log-probabilities divided by `((5 + n) / 6) **
                 alpha` (Wu et al., 2016); 0 ranks by the sums.
             num_return: int in [1, beam_width], hypotheses returned per row.
-            start_token_id: int, as for `generate`.
+            start_token_id: int or None, as for `generate`.
             end_token_id: int, or None to decode exactly `max_new_tokens`
                 tokens, as for `generate`.
+            prefix_ids, min_new_tokens, no_repeat_ngram_size,
+                repetition_penalty, suppress_token_ids, suppress_unknown:
+                the controls of `generate`, applied to every beam (each
+                beam's own output for the n-grams and the penalty).
+            return_scores: bool, also return each hypothesis's per-token
+                log-probabilities.
 
         Returns:
             `(ids, scores)`: (B, num_return, max_new_tokens) int32 ids,
             best first, each ending with its end token and zeros, and their
-            (B, num_return) length-normalised log-probabilities. A row
-            without a token answers as in `generate`, every hypothesis
-            alike, with score 0.
+            (B, num_return) length-normalised log-probabilities. With
+            `return_scores`, `(ids, scores, token_scores)`, the last
+            (B, num_return, max_new_tokens) float32, 0 after the end: the
+            log-probabilities the search added up, so that their sum is
+            `scores * ((5 + n) / 6) ** length_penalty` (n: the
+            hypothesis's length, its end token included), the score
+            itself at penalty 0. A row without a token answers as in
+            `generate`, every hypothesis alike, with score 0.
 
         Raises:
             TypeError, ValueError: as `generate`, naming the argument.
         """
         token_ids, no_positions = _at_least_one_position(token_ids)
         max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        start_token_id = self._resolve_start(start_token_id)
         self._check_special_ids(start_token_id, end_token_id)
         self._check_options(beam_width, length_penalty)
         check_num_return(num_return, beam_width)
+        controls = self._decoding_controls(
+            token_ids,
+            max_new_tokens,
+            prefix_ids=prefix_ids,
+            min_new_tokens=min_new_tokens,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
+            suppress_token_ids=suppress_token_ids,
+            suppress_unknown=suppress_unknown,
+        )
+        check_bool(return_scores, "return_scores")
         if no_positions:  # Nothing to decode from: the answer needs no model.
             batch_size = ops.shape(token_ids)[0]
             ids = ops.zeros((batch_size, num_return, max_new_tokens), "int32")
             scores = ops.zeros((batch_size, num_return), "float32")
-            return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
+            answer = _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
+            if return_scores:
+                return (*answer, ops.zeros(ops.shape(ids), "float32"))
+            return answer
+        return self._compiled_beam_search(
+            token_ids,
+            max_new_tokens,
+            (beam_width, length_penalty, num_return),
+            start_token_id,
+            end_token_id,
+            controls,
+            return_scores,
+        )
+
+    def _compiled_beam_search(
+        self,
+        token_ids,
+        max_new_tokens,
+        search,
+        start_token_id,
+        end_token_id,
+        controls,
+        return_scores,
+    ):
+        """`beam_search` once its arguments are checked; `search` is
+        `(beam_width, length_penalty, num_return)`."""
+        beam_width, length_penalty, num_return = search
         key = ("beam", max_new_tokens, beam_width, length_penalty, num_return)
         key += (start_token_id, end_token_id, self._unsamplable(end_token_id))
+        if controls is not None or return_scores:
+            key += (None if controls is None else controls.key, return_scores)
 
         def make_fn():
-            def search(token_ids):
-                ids, scores = self._beam_search(
+            def run(token_ids, *control_tensors):
+                found = self._beam_search(
                     token_ids,
                     max_new_tokens,
                     beam_width,
@@ -425,13 +561,215 @@ class GenerativeModel:
                     num_return,
                     start_token_id,
                     end_token_id,
+                    controls=controls and controls.with_tensors(control_tensors),
+                    return_scores=return_scores,
                 )
-                return _answer_rows_without_tokens(token_ids, end_token_id, ids, scores)
+                answer = _answer_rows_without_tokens(
+                    token_ids, end_token_id, found[0], found[1]
+                )
+                if return_scores:
+                    return (*answer, _zero_rows_without_tokens(token_ids, found[2]))
+                return answer
 
-            return search
+            return run
 
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
-        return run_compiled(self, key, make_fn, token_ids)
+        inputs = [] if controls is None else controls.tensors()
+        return run_compiled(self, key, make_fn, token_ids, *inputs)
+
+    # A language model continues its input (`score(token_ids)` reads the
+    # first id as given); a translator writes an output of its own.
+    continues_input = False
+
+    def score(
+        self, token_ids, target_ids=None, start_token_id=None, end_token_id=END_ID
+    ):
+        """Teacher-forced log-probabilities of given outputs, per token.
+
+        Each target id is scored by the model after the ones before it,
+        through the same cached step `generate` runs (one compiled loop),
+        from the same distribution: the model's logits with
+        `unsamplable_token_ids` ruled out (the end token never), so the
+        greedy output's scores of `generate(..., return_scores=True)`
+        equal `score` of that output. CTranslate2's `score_batch` and a
+        transformers forward pass do not rule ids out; for a trained model
+        the difference is the probability it gives ids it never writes.
+
+        Args:
+            token_ids: (B, S) int ids: a translator's source (0 =
+                padding), or a language model's prompt (B, P) (no
+                padding). With `target_ids` None (language models only),
+                the whole text: its first id is given, the rest scored.
+            target_ids: (B, T) int ids of the outputs to score, padded at
+                the end with 0 (padding is not scored), without the start
+                token; an end token in a row is scored as any id (append
+                it to score a finished output).
+            start_token_id: int or None, as for `generate`.
+            end_token_id: int, the end id `generate` would not rule out;
+                None or a negative id for none.
+
+        Returns:
+            (B, T) float32 log-probabilities, 0 at padding (with
+            `target_ids` None, (B, S - 1) for `token_ids[:, 1:]`, as
+            CTranslate2's `Generator.score_batch`). An id the model never
+            writes scores about the masks' sentinel (-2e38).
+
+        Raises:
+            TypeError, ValueError: naming the argument, as `generate`.
+        """
+        if target_ids is None:
+            if not self.continues_input:
+                raise ValueError(
+                    f"`target_ids` is required: {type(self).__name__} scores "
+                    "an output given its input."
+                )
+            check_token_ids(token_ids, "token_ids")
+            token_ids, target_ids = token_ids[:, :1], token_ids[:, 1:]
+        size = self.label_size()[0] if hasattr(self, "label_size") else None
+        check_token_ids(target_ids, "target_ids", size)
+        length = int(target_ids.shape[1])
+        batch_size = int(target_ids.shape[0])
+        if length == 0 or batch_size != int(token_ids.shape[0]):
+            if batch_size == int(token_ids.shape[0]):
+                return ops.zeros((batch_size, 0), "float32")
+            raise ValueError(
+                "`target_ids` must have one row per row of `token_ids` "
+                f"({int(token_ids.shape[0])}); received {batch_size}."
+            )
+        self.check_generate_input(token_ids, length)
+        start_token_id = self._resolve_start(start_token_id)
+        self._check_special_ids(start_token_id, end_token_id)
+        key = ("score", length, start_token_id, end_token_id)
+        key += (self._unsamplable(end_token_id),)
+
+        def make_fn():
+            def run(token_ids, target_ids):
+                scores = self._score(
+                    token_ids, target_ids, length, start_token_id, end_token_id
+                )
+                return _zero_rows_without_tokens(token_ids, scores)
+
+            return run
+
+        token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
+        target_ids = ops.convert_to_tensor(target_ids, dtype="int32")
+        return run_compiled(self, key, make_fn, token_ids, target_ids)
+
+    def _score(self, token_ids, target_ids, length, start_token_id, end_token_id):
+        given, context, cache = self._loop_start()(token_ids, length, start_token_id)
+        batch_size, given_length = ops.shape(given)
+        sequence = ops.concatenate([given, target_ids], axis=1)  # (B, P + T)
+        step = self._loop_step()
+        allowed = self._allowed_ids(end_token_id)
+
+        def body(index, carry):
+            cache, scores = carry
+            if current_policy().compiled:
+                previous = ops.slice(sequence, [0, index], [batch_size, 1])
+                following = ops.slice(sequence, [0, index + 1], [batch_size, 1])
+            else:  # Eager, with a Python int index.
+                previous = sequence[:, index : index + 1]
+                following = sequence[:, index + 1 : index + 2]
+            logits, cache = step(previous, index, context, cache)
+            logits = ops.cast(logits, "float32")
+            if allowed is not None:
+                logits = ops.where(allowed, logits, masked_value("float32"))
+            log_probs = ops.log_softmax(logits, axis=-1)  # (B, V)
+            chosen = ops.take_along_axis(log_probs, following, axis=1)  # (B, 1)
+            return cache, ops.slice_update(scores, [0, index + 1], chosen)
+
+        scores = ops.zeros((batch_size, given_length + length), "float32")
+        carry = (cache, scores)
+        last = given_length + length - 1
+        if current_policy().compiled:
+            _, scores = ops.fori_loop(0, last, body, carry)
+        else:
+            for index in range(last):
+                carry = body(index, carry)
+            scores = carry[1]
+        scores = scores[:, given_length:]  # (B, T)
+        return ops.where(ops.equal(target_ids, 0), 0.0, scores)
+
+    @property
+    def default_start_token_id(self):
+        """The id an output starts from when `start_token_id` is None."""
+        return START_ID
+
+    @property
+    def unknown_token_id(self):
+        """The id of the unknown token, which `suppress_unknown` rules out."""
+        return UNK_ID
+
+    def _resolve_start(self, start_token_id):
+        if start_token_id is None:
+            return self.default_start_token_id
+        return start_token_id
+
+    def _decoding_controls(
+        self,
+        token_ids,
+        max_new_tokens,
+        prefix_ids=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress_token_ids=None,
+        suppress_unknown=False,
+    ):
+        """The call's controls, checked, or None when none is set.
+
+        None keeps the plain loops: the controls' operations are added to
+        a loop only where a control is set, so the plain loops run what
+        they ran before the controls existed.
+        """
+        size = self.label_size()[0] if hasattr(self, "label_size") else None
+        if prefix_ids is not None:
+            prefix_ids = _prefix_rows(prefix_ids, token_ids, max_new_tokens, size)
+        check_int_in(
+            min_new_tokens, "min_new_tokens", 0, max_new_tokens, "max_new_tokens"
+        )
+        check_int_in(no_repeat_ngram_size, "no_repeat_ngram_size", 0)
+        if repetition_penalty is not None:
+            check_finite(repetition_penalty, "repetition_penalty", above_zero=True)
+        suppressed = check_token_id_list(suppress_token_ids, "suppress_token_ids", size)
+        check_bool(suppress_unknown, "suppress_unknown")
+        if suppress_unknown:
+            suppressed += (self.unknown_token_id,)
+        if suppressed and size is None:
+            raise TypeError(
+                f"{type(self).__name__} must state its output size with "
+                "`label_size()` to suppress ids."
+            )
+        controls = DecodingControls(
+            prefix_ids=prefix_ids,
+            min_new_tokens=min_new_tokens,
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
+            suppressed=None,
+        )
+        if suppressed:
+            allowed = token_logits_mask(suppressed, size)  # (1, V)
+            controls.suppressed = ops.logical_not(allowed)
+        if controls.prefix_ids is None and not any(
+            (
+                min_new_tokens,
+                controls.no_repeat_ngram_size,
+                repetition_penalty is not None,
+                suppressed,
+            )
+        ):
+            return None
+        if controls.prefix_ids is not None:
+            controls.prefix_ids = ops.convert_to_tensor(controls.prefix_ids, "int32")
+        if not min_new_tokens:
+            controls.min_new_tokens = None
+        else:
+            controls.min_new_tokens = ops.convert_to_tensor(min_new_tokens, "int32")
+        if repetition_penalty is not None:
+            controls.repetition_penalty = ops.convert_to_tensor(
+                float(repetition_penalty), "float32"
+            )
+        return controls
 
     def _unsamplable(self, end_token_id):
         """`unsamplable_token_ids` but the end token, as a tuple of ints."""
@@ -496,12 +834,18 @@ class GenerativeModel:
         end_token_id,
         draw=None,
         seed=None,
+        controls=None,
+        return_scores=False,
     ):
         """The sampler's loop: the given ids are kept, the rest chosen.
 
         `draw`: None (the argmax of the logits), or the `temperature`,
         `top_k` and `top_p` of a seeded draw (`draws.gumbel_scores`) from
-        the int32 scalar `seed`.
+        the int32 scalar `seed`. `controls`: None or a `DecodingControls`
+        whose tensors are the loop's inputs. With `return_scores`, the
+        log-probability of each chosen id is written beside it, into a
+        (B, P + M) buffer the loop carries with the model's cache, and
+        `(ids, scores)` is returned.
         """
         given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
@@ -512,20 +856,49 @@ class GenerativeModel:
         never_ends = end_token_id is None or end_token_id < 0
         keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
         step = self._loop_step()
-        mask = token_masker(self._allowed_ids(end_token_id))
+        allowed = self._allowed_ids(end_token_id)
+        mask = token_masker(allowed)
+        plain = controls is None and not return_scores
+        if return_scores:
+            scores = ops.zeros((batch_size, given_length + max_new_tokens), "float32")
+            cache = (cache, scores)
 
         def next_logits(buffer, cache, index):
             if current_policy().compiled:
                 previous = ops.slice(buffer, [0, index - 1], [batch_size, 1])
             else:  # Eager, with a Python int index: a view, no `keras.ops` call.
                 previous = buffer[:, index - 1 : index]  # (B, 1)
-            logits, cache = step(previous, index - 1, context, cache)
-            logits = mask(logits)  # (B, V)
+            if plain:
+                logits, cache = step(previous, index - 1, context, cache)
+                logits = mask(logits)  # (B, V)
+                if draw is not None:
+                    logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
+                return logits, None, cache
+            model_cache, scores = cache if return_scores else (cache, None)
+            logits, model_cache = step(previous, index - 1, context, model_cache)
+            forcing = None
+            if controls is None:
+                logits = ops.cast(mask(logits), "float32")
+            else:
+                logits, forcing = controls.apply(
+                    logits, buffer, index, index - given_length, allowed, end_token_id
+                )
+            choice = logits  # (B, V)
             if draw is not None:
-                logits = draws.gumbel_scores(logits, keys, index, seed, **draw)
-            return logits, None, cache
+                choice = draws.gumbel_scores(logits, keys, index, seed, **draw)
+            if forcing is not None:
+                choice = ops.where(forcing, masked_value("float32"), choice)
+            if not return_scores:
+                return choice, None, model_cache
+            # The sampler's own choice, made here too to read its score.
+            distribution = logits if draw is None else logits / draw["temperature"]
+            log_probs = ops.log_softmax(distribution, axis=-1)  # (B, V)
+            chosen = first_argmax(choice)[:, None]  # (B, 1)
+            chosen_score = ops.take_along_axis(log_probs, chosen, axis=1)
+            scores = ops.slice_update(scores, [0, index], chosen_score)
+            return choice, None, (model_cache, scores)
 
-        buffer = run_sampler(
+        found = run_sampler(
             sampler,
             next_logits,
             buffer,
@@ -537,11 +910,16 @@ class GenerativeModel:
             # trip count, which XLA:GPU runs without waiting on the host.
             None if never_ends else [end_token_id],
             self,
+            return_cache=return_scores,
         )
+        buffer = found[0] if return_scores else found
         new = buffer[:, given_length:]  # (B, M)
-        if never_ends:
+        if not never_ends:
+            new = zero_after_end(new, end_token_id)
+        if not return_scores:
             return new
-        return zero_after_end(new, end_token_id)
+        scores = found[1][1][:, given_length:]  # the scores the cache carried
+        return new, ops.where(ops.equal(new, 0), 0.0, scores)
 
     def _beam_search(
         self,
@@ -552,6 +930,8 @@ class GenerativeModel:
         num_return,
         start_token_id,
         end_token_id,
+        controls=None,
+        return_scores=False,
     ):
         given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
@@ -570,14 +950,38 @@ class GenerativeModel:
             lambda x: tile_beams(x, beam_width), (context, cache)
         )
 
-        mask = token_masker(self._allowed_ids(end_token_id))
+        allowed = self._allowed_ids(end_token_id)
+        mask = token_masker(allowed)
 
         def step(previous, index, cache):
             logits, cache = decode(previous, index + given_length - 1, context, cache)
-            return mask(logits), cache
+            # With controls, `log_probs` below masks what the model rules out.
+            return (mask(logits) if controls is None else logits), cache
 
         def reorder(cache, rows):
             return keras.tree.map_structure(lambda x: take_rows(x, rows), cache)
+
+        log_probs = None
+        if controls is not None:
+            controls = controls.tiled(lambda x: tile_beams(x, beam_width))
+            # The beams' history starts with the given ids (a language
+            # model's prompt), as the sampler's buffer does.
+            head = tile_beams(given[:, :-1], beam_width)  # (B * K, P - 1)
+
+            def log_probs(logits, tokens, index):
+                history = ops.concatenate([head, tokens], axis=1)
+                logits, forcing = controls.apply(
+                    logits,
+                    history,
+                    index + given_length,
+                    index,
+                    allowed,
+                    end_token_id,
+                )
+                values = ops.log_softmax(logits, axis=-1)
+                if forcing is None:
+                    return values
+                return ops.where(forcing, masked_value("float32"), values)
 
         return run_beam_search(
             step,
@@ -590,7 +994,24 @@ class GenerativeModel:
             beam_width=beam_width,
             length_penalty=length_penalty,
             num_return=num_return,
+            log_probs_fn=log_probs,
+            return_token_scores=return_scores,
         )
+
+
+def _prefix_rows(prefix_ids, token_ids, max_new_tokens, size):
+    """`prefix_ids` checked and padded to (B, M) with zeros.
+
+    Inside a TensorFlow function of the caller's (a SavedModel
+    signature) the prefix is a graph tensor whose values are unknown:
+    it is padded or cut to M in the graph, its ids checked where they
+    were made.
+    """
+    if tracing_tensorflow_function() and hasattr(prefix_ids, "dtype"):
+        prefix = ops.cast(prefix_ids, "int32")
+        zeros = ops.zeros((ops.shape(prefix)[0], max_new_tokens), "int32")
+        return ops.concatenate([prefix, zeros], axis=1)[:, :max_new_tokens]
+    return check_prefix_ids(prefix_ids, int(token_ids.shape[0]), max_new_tokens, size)
 
 
 def _at_least_one_position(token_ids):
@@ -637,4 +1058,12 @@ def _answer_rows_without_tokens(token_ids, end_token_id, ids, scores=None):
     ids = ops.where(rows, ops.cast(answer, ids.dtype), ids)
     if scores is None:
         return ids
-    return ids, ops.where(empty[:, None], ops.zeros_like(scores), scores)
+    return ids, _zero_rows_without_tokens(token_ids, scores)
+
+
+def _zero_rows_without_tokens(token_ids, values):
+    """`values` (B, ...) with every row of `token_ids` that holds no token
+    at 0: its answer is defined, not decoded (`_answer_rows_without_tokens`)."""
+    empty = ops.logical_not(ops.any(padding_mask(token_ids), axis=1))
+    rows = ops.reshape(empty, (-1,) + (1,) * (len(values.shape) - 1))
+    return ops.where(rows, ops.zeros_like(values), values)

@@ -123,6 +123,14 @@ def _greedy_sampler_class():
         def get_next_token(self, probabilities):
             return first_argmax(probabilities)
 
+        def run_loop(self, *args, **kwargs):
+            # keras-hub returns the buffer alone; the loop's last cache is
+            # kept for a caller that carries more than the model's cache
+            # in it (the per-token scores of `generate`).
+            loop_vars = super().run_loop(*args, **kwargs)
+            self.final_cache = loop_vars[1]
+            return loop_vars
+
     return GreedySampler
 
 
@@ -200,13 +208,25 @@ def one_thread(active=True):
         torch.set_num_threads(threads)
 
 
-def run_sampler(sampler, next_logits, buffer, cache, index, kept, stop_ids, model):
+def run_sampler(
+    sampler,
+    next_logits,
+    buffer,
+    cache,
+    index,
+    kept,
+    stop_ids,
+    model,
+    return_cache=False,
+):
     """`sampler`'s loop filling `buffer` from `index` on: (B, L) ids.
 
     keras-hub's `ops.while_loop` on XLA; `eager_sampler_loop` on PyTorch.
+    With `return_cache`, `(buffer, cache)`: the cache as the last step
+    returned it.
     """
     if current_policy().compiled:
-        return sampler(
+        buffer = sampler(
             next_logits,
             buffer,
             cache=cache,
@@ -215,8 +235,10 @@ def run_sampler(sampler, next_logits, buffer, cache, index, kept, stop_ids, mode
             stop_token_ids=stop_ids,
             model=model,  # on JAX, its weights are read through the loop
         )
+        return (buffer, sampler.final_cache) if return_cache else buffer
     args = (buffer, cache, index, kept, stop_ids)
-    return eager_sampler_loop(sampler, next_logits, *args)
+    buffer, cache = eager_sampler_loop(sampler, next_logits, *args)
+    return (buffer, cache) if return_cache else buffer
 
 
 def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_ids):
@@ -230,7 +252,7 @@ def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_id
     ended change nothing that `zero_after_end` keeps. The loop's own
     operations are PyTorch's, without `keras.ops`' per-call conversions,
     and the greedy choice is `torch.argmax` (the first largest logit, as
-    `first_argmax`).
+    `first_argmax`). Returns the buffer and the last cache.
     """
     import torch  # The PyTorch backend only.
 
@@ -249,7 +271,7 @@ def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_id
             continue
         if bool(_all_ended(buffer, kept, stop_ids)):
             break
-    return buffer
+    return buffer, cache
 
 
 def _all_ended(buffer, kept, stop_ids):
@@ -326,7 +348,7 @@ def run_compiled(model, key, make_fn, *inputs):
     with no XLA cluster, which TF Serving does not compile on the CPU
     unless told to (`--xla_cpu_compilation_enabled`).
     """
-    if _tracing_tensorflow_function():
+    if tracing_tensorflow_function():
         made = make_fn()
         fn = made[0] if isinstance(made, tuple) else made
         return fn(*inputs)
@@ -338,7 +360,8 @@ def run_compiled(model, key, make_fn, *inputs):
     return functions[key](*inputs)
 
 
-def _tracing_tensorflow_function():
+def tracing_tensorflow_function():
+    """Whether TensorFlow is tracing a function (a SavedModel signature)."""
     if keras.backend.backend() != "tensorflow":
         return False
     import tensorflow as tf  # The TensorFlow backend only.

@@ -56,7 +56,10 @@ def _defaults(function):
 def test_defaults_agree_and_come_from_the_text_constants():
     generate = _defaults(GenerativeModel.generate)
     beam = _defaults(GenerativeModel.beam_search)
-    assert generate["start_token_id"] == beam["start_token_id"] == START_ID
+    # None: the model's own start id, the text constant unless it says
+    # otherwise (an imported checkpoint's start id).
+    assert generate["start_token_id"] is beam["start_token_id"] is None
+    assert GenerativeModel().default_start_token_id == START_ID
     assert generate["end_token_id"] == beam["end_token_id"] == END_ID
     assert generate["max_new_tokens"] is beam["max_new_tokens"] is None
     for name in ("beam_width", "length_penalty"):
