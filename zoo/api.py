@@ -25,6 +25,7 @@ def train(
     test_data=None,
     beam_width=None,
     overwrite=False,
+    init_from=None,
     **overrides,
 ):
     """Trains a model family and writes its run directory, as `keras-seq
@@ -65,6 +66,11 @@ def train(
         beam_width: int or None, translators: beams of the test
             translations.
         overwrite: bool, replace a finished run in `output_dir`.
+        init_from: str, `os.PathLike` or None, translators: a finished run
+            directory (trained, or written by `import_transformers`) to
+            start from, keeping its model, vocabularies and tokenizer (no
+            `preset`, `recipe`, `vocabulary_size`, `min_frequency` or
+            builder argument then).
         **overrides: builder arguments over the preset's, as `--set`
             gives them (`dropout=0.2`).
 
@@ -100,9 +106,16 @@ def train(
     if recipe is not None:
         validation.check_choice(recipe, "recipe", tuple(settings.TRANSLATOR_RECIPES))
     defaults = chosen_recipe.default_settings(recipe)
-    validation.check_choice(
-        preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
-    )
+    if init_from is not None:
+        defaults = _started(
+            chosen_recipe, defaults, init_from, output_dir,
+            preset=preset, recipe=recipe, vocabulary_size=vocabulary_size,
+            min_frequency=min_frequency, overrides=overrides,
+        )  # fmt: skip
+    else:
+        validation.check_choice(
+            preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
+        )
     # The command line's check, naming the arguments instead of its flags.
     settings.check_training(
         epochs=epochs, seed=seed, vocabulary_size=vocabulary_size,
@@ -112,7 +125,9 @@ def train(
         raise ValueError(
             f"`beam_width` applies to translators; received {beam_width} for {family}."
         )
-    config = chosen_recipe.presets[preset or defaults.preset]["config"]
+    # A run started from another has no preset of the table (an imported one).
+    entry = chosen_recipe.presets.get(preset or defaults.preset, {})
+    config = entry.get("config", {})
     settable = sorted(k for k in config if not k.endswith("vocabulary_size"))
     unknown = sorted(set(overrides) - set(settable))
     if unknown:
@@ -137,6 +152,33 @@ def train(
     except UsageError as error:
         # The command line's refusals, whose messages name the fix.
         raise ValueError(str(error)) from None
+
+
+def _started(family_recipe, defaults, init_from, output_dir, **given):
+    """`defaults` starting from the finished run `init_from`
+    (`zoo.recipes.importing.starting_point`), at its preset.
+
+    Raises:
+        ValueError: for a family that does not translate, an argument the
+            kept model contradicts, or a run that is not a finished run of
+            the family.
+    """
+    from zoo.recipes import importing
+    from zoo.recipes.inputs import UsageError
+
+    if not family_recipe.translates:
+        raise ValueError(
+            f"`init_from` applies to translators; received {init_from!r} for "
+            f"{family_recipe.name}."
+        )
+    try:
+        importing.refuse_kept(given)
+        record, run = importing.starting_point(
+            init_from, family_recipe.name, os.fspath(output_dir), flag="`init_from`"
+        )
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+    return defaults.replace(init_from=record, preset=run.get("preset"))
 
 
 def _data(layout, data, validation_data, test_data):

@@ -127,6 +127,16 @@ def _add_translator_arguments(parser):
         ),
     )
     parser.add_argument(
+        "--init-from",
+        default=None,
+        metavar="RUN",
+        help=(
+            "translators: start from the finished run RUN (trained, or written "
+            "by `keras-seq import`), keeping its model, vocabularies and "
+            "tokenizer; no vocabulary is learned (see docs/pretrained.md)"
+        ),
+    )
+    parser.add_argument(
         "--lowercase",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -344,13 +354,48 @@ def _check_builds(family, args):
         raise UsageError(f"--preset {args.preset} with {changes}: {reason}") from None
 
 
+def _started(args, family):
+    """The start `--init-from` names, checked, or None: `(record, preset)`.
+
+    Raises:
+        UsageError: for a flag the kept model contradicts, or a RUN that is
+            not a finished run of the family.
+    """
+    if getattr(args, "init_from", None) is None:
+        return None
+    from zoo.recipes import importing
+
+    if not family.translates:
+        raise UsageError(
+            f"--init-from applies to {' and '.join(supporting('translate'))}; "
+            f"received {args.init_from} for {args.family}"
+        )
+    importing.refuse_kept(
+        {name: getattr(args, name, None) for name in importing.KEPT_FLAGS},
+        importing.KEPT_FLAGS,
+    )
+    args.output_dir = args.output_dir or os.path.join("runs", args.family)
+    record, run = importing.starting_point(args.init_from, args.family, args.output_dir)
+    return record, run.get("preset")
+
+
 def _check(args):
     family = FAMILIES[args.family]
+    started = _started(args, family)
     defaults = family.default_settings(args.recipe if family.translates else None)
-    check_common(args, family.presets, defaults)
-    args.preset = args.preset or defaults.preset
-    config = family.presets[args.preset]["config"]
-    args.overrides = parse_overrides(args.overrides, config)
+    if started:
+        defaults = defaults.replace(init_from=started[0], preset=started[1])
+    if not started:
+        check_common(args, family.presets, defaults)
+        args.preset = args.preset or defaults.preset
+        config = family.presets[args.preset]["config"]
+        args.overrides = parse_overrides(args.overrides, config)
+    else:
+        check_training(
+            average_last_epochs=args.average_epochs, epochs=args.epochs,
+            seed=args.seed, minutes=args.minutes, beam_width=args.beam_width,
+        )  # fmt: skip
+        args.overrides = {}
     # A multi-worker strategy must be made before TensorFlow runs an op, so
     # the trial build waits for no strategy; the builder checks again later.
     if args.overrides and args.strategy in (None, "none"):

@@ -107,6 +107,10 @@ class TranslatorSettings(TrainingSettings):
         lowercase: bool, lowercase the text before the vocabularies learn
             it, so the model reads and writes lowercased text. False keeps
             case, which cased BLEU (sacreBLEU's default) scores.
+        init_from: dict or None, the finished run this one starts from
+            (`zoo.recipes.importing.starting_point`: its absolute `path`
+            and its model file's `model_sha256`): its weights, builder
+            config and preprocessor are kept, and no vocabulary is learned.
     """
 
     recipe: str = "default"
@@ -129,6 +133,7 @@ class TranslatorSettings(TrainingSettings):
     phrases: bool = False
     train_pairs: int | None = None
     lowercase: bool = False
+    init_from: dict | None = None
 
     resumable = (*TrainingSettings.resumable, "beam_width", "greedy_bleu")
     # Translators lowercased their text before case was kept.
