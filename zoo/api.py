@@ -1,4 +1,5 @@
-"""Training a family from Python: `zoo.train`, what `keras-seq train` does.
+"""Training a family from Python: `zoo.train`, what `keras-seq train` does,
+and `zoo.import_transformers`, what `keras-seq import` does.
 
 `train` takes a file or lists of pairs or texts, runs the recipe through
 `zoo.recipes.workflow.train` (the command's own path: the same checks, run
@@ -151,6 +152,54 @@ def train(
         return model_dir.load_model_dir(output_dir)
     except UsageError as error:
         # The command line's refusals, whose messages name the fix.
+        raise ValueError(str(error)) from None
+
+
+def import_transformers(directory, output_dir, overwrite=False):
+    """Writes a Marian (OPUS-MT) checkpoint directory as a translator run
+    directory, as `keras-seq import DIR --output-dir RUN` does; the model,
+    loaded from that directory.
+
+    The checkpoint is read and checked before `output_dir` is created or
+    claimed: a wrong `model_type`, missing or truncated weights, or a config
+    field the zoo's layers cannot mirror are refused in one line naming it
+    (docs/pretrained.md lists them). The run directory holds the model, the
+    SentencePiece preprocessor and `run.json` (family `"translator"`, the
+    checkpoint's absolute path and the SHA-256 of its `config.json` and
+    weights file); every command takes it, and `train(...,
+    init_from=output_dir)` fine-tunes it.
+
+    Args:
+        directory: str or `os.PathLike`, what `MarianMTModel.save_pretrained`
+            and `MarianTokenizer.save_pretrained` wrote (`config.json`,
+            `model.safetensors` or `pytorch_model.bin`, `source.spm`,
+            `target.spm`, `vocab.json`, and `target_vocab.json` for
+            separate vocabularies).
+        output_dir: str or `os.PathLike`, the run directory.
+        overwrite: bool, replace a finished run in `output_dir`.
+
+    Returns:
+        A `zoo.recipes.trained.TrainedModel`.
+
+    Raises:
+        ValueError: for a directory that is not a checkpoint the importer
+            can map, a missing extra (`keras-seq[pretrained]`), or an
+            `output_dir` that holds another run; nothing is written then.
+
+    Example:
+
+    >>> trained = zoo.import_transformers(
+    ...     "opus-mt-de-en", "runs/opus-de-en"
+    ... )  # doctest: +SKIP
+    >>> trained.translate("Guten Morgen.")  # doctest: +SKIP
+    'Good morning.'
+    """
+    from zoo.recipes import importing
+    from zoo.recipes.inputs import UsageError
+
+    try:
+        return importing.import_transformers(directory, output_dir, overwrite)
+    except UsageError as error:
         raise ValueError(str(error)) from None
 
 

@@ -153,29 +153,34 @@ class StartedFrom:
 
     init_from = None
     start = None
+    runtime = None
 
     def fit_model(self, corpus, run, settings, runtime=None):
-        from zoo.recipes import model_dir
-        from zoo.recipes import runtime as runtimes
         from zoo.recipes.recipe import Execution
 
-        runtime = runtime or Execution()
+        self.runtime = runtime or Execution()
+        return super().fit_model(corpus, run, settings, self.runtime)
+
+    def run_vocabularies(self, corpus, run, settings, verbose):
+        from zoo.recipes import model_dir
+        from zoo.recipes import runtime as runtimes
+
+        # Loaded after the skeleton seeds the run: TensorFlow's seeding
+        # resets the names of the resources made after it, and a
+        # tokenizer's made before would share its name with a later one.
         path = self.init_from["path"]
-        with reported_as_usage(ValueError), runtimes.scope(runtime.strategy):
+        with reported_as_usage(ValueError), runtimes.scope(self.runtime.strategy):
             try:
                 self.start = model_dir.load_model_dir(path)
             except ValueError as error:
                 raise ValueError(f"{INIT_FLAG} {error}") from None
-        return super().fit_model(corpus, run, settings, runtime)
-
-    def run_vocabularies(self, corpus, run, settings, verbose):
         preprocessor = self.start.preprocessor
         tokenizers = (preprocessor.source_tokenizer, preprocessor.target_tokenizer)
         if verbose:
             config = self.start.model.get_config()
             print(
-                f"vocabularies and tokenizers kept from {self.init_from['path']}: "
-                f"source {config['source_vocabulary_size']:,}, target "
+                f"vocabularies and tokenizers kept from {path}: source "
+                f"{config['source_vocabulary_size']:,}, target "
                 f"{config['target_vocabulary_size']:,} tokens",
                 flush=True,
             )
