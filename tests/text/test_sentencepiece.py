@@ -257,3 +257,24 @@ def test_a_saved_module_tokenizes_as_in_process(preprocessor, english, tmp_path)
         loaded.detokenize(tf.constant(ids)).numpy(),
         preprocessor.detokenize_graph(tf.constant(ids)).numpy(),
     )
+
+
+def test_subword_sampling_keeps_batch_shapes_and_texts(preprocessor, english):
+    pairs = [(to_german(s), s) for s in english]
+    best = list(preprocessor.dataset(pairs, batch_size=16))
+    sampled = list(preprocessor.dataset(pairs, batch_size=16, subword_sampling=0.3))
+    assert [b[1].shape for b in sampled] == [b[1].shape for b in best]
+    changed = 0
+    for (features, labels), (best_features, best_labels) in zip(sampled, best):
+        assert set(features) == {"encoder_token_ids", "decoder_token_ids"}
+        # The same pairs in the same order, each text the same.
+        assert preprocessor.detokenize(labels) == preprocessor.detokenize(best_labels)
+        source = preprocessor.source_tokenizer
+        assert detokenize(source, features["encoder_token_ids"]) == detokenize(
+            source, best_features["encoder_token_ids"]
+        )
+        assert np.array_equal(features["decoder_token_ids"][:, 0], labels[:, 0] * 0 + 2)
+        changed += int(np.sum(np.any(labels.numpy() != best_labels.numpy(), axis=1)))
+    assert changed > 0
+    with pytest.raises(ValueError, match="subword_sampling"):
+        preprocessor.dataset(pairs, subword_sampling=1.5)
