@@ -355,7 +355,9 @@ def _spec(model, family, preprocessor_dir):
 
 
 def _copy_preprocessor(source_dir, output_dir):
-    for name in PREPROCESSOR_FILES + ("vocabulary.txt",):
+    # A SentencePiece preprocessor's models go too: the portable tokenizer
+    # reads them.
+    for name in PREPROCESSOR_FILES + ("vocabulary.txt", "source.spm", "target.spm"):
         path = os.path.join(source_dir, name)
         if os.path.isfile(path):
             shutil.copyfile(path, os.path.join(output_dir, name))

@@ -62,11 +62,23 @@ _CODE = r"(?s)^(>>.*?<<)"
 _STRIP = r"^[\s\p{Z}\x1c-\x1f\x85]+|[\s\p{Z}\x1c-\x1f\x85]+$"
 
 
-def _text_ops():
+# TensorFlow Text's SentencePiece op keeps its parsed model in a resource
+# its kernel owns, and `keras.utils.clear_session()` drops the eager kernel
+# cache, and with it every such resource an eager op made. So the op is made
+# inside each graph that tokenizes (an eager call runs through one
+# `tf.function`): there the model resource lives with the graph's kernel and
+# is made again whenever the kernel is, and an export holds the model as an
+# attribute of the graph's own op.
+def _model_op(proto, alpha=None):
+    """A TensorFlow Text tokenizer of `proto` (pieces out), in the current
+    graph; with `alpha`, sampling (`nbest_size=-1`)."""
     # Loaded on first use: `keras_seq.text` imports without TensorFlow Text.
     import tensorflow_text
 
-    return tensorflow_text
+    sampling = {} if alpha is None else {"nbest_size": -1, "alpha": alpha}
+    return tensorflow_text.SentencepieceTokenizer(
+        model=proto, out_type=tf.string, **sampling
+    )
 
 
 def check_model_proto(proto, where="`proto`"):
@@ -91,8 +103,7 @@ def check_model_proto(proto, where="`proto`"):
             f"{'empty bytes' if proto == b'' else type(proto).__name__}."
         )
     try:
-        model = _text_ops().SentencepieceTokenizer(model=proto)
-        model.vocab_size()
+        _model_op(proto).vocab_size()  # Parses the model: a bad one fails.
     except (tf.errors.OpError, ValueError) as error:
         message = str(error).strip().splitlines()[0] if str(error) else ""
         raise ValueError(
@@ -273,8 +284,8 @@ class SentencePieceTokenizer(tf.Module):
         self.proto = check_model_proto(proto)
         self.language_code = bool(language_code)
         self._tokens = tokens
-        self._model = _text_ops().SentencepieceTokenizer(
-            model=self.proto, out_type=tf.string
+        self._eager_ids = tf.function(
+            self._graph_ids, input_signature=[tf.TensorSpec([None], tf.string)]
         )
         # The reserved tokens are no keys: a text whose unknown characters
         # spell `[PAD]` must not become padding.
@@ -286,8 +297,6 @@ class SentencePieceTokenizer(tf.Module):
             ),
             default_value=UNK_ID,
         )
-        # Not tracked: the training-only samplers stay out of an export.
-        self.__dict__["_samplers"] = {}
 
     def get_vocabulary(self):
         """The tokens, id = index."""
@@ -298,13 +307,19 @@ class SentencePieceTokenizer(tf.Module):
 
     def __call__(self, sentences):
         """(B,) `tf.string` -> ragged (B, None) int32 ids (the best segmentation)."""
-        return self._ids(self.pieces(sentences))
+        if tf.executing_eagerly():
+            return self._eager_ids(tf.convert_to_tensor(sentences, tf.string))
+        return self._graph_ids(sentences)
 
     tokenize = __call__
 
-    def pieces(self, sentences, model=None):
-        """(B,) `tf.string` -> ragged (B, None) `tf.string` pieces."""
-        model = model or self._model
+    def _graph_ids(self, sentences, alpha=None):
+        return self._ids(self.pieces(sentences, alpha))
+
+    def pieces(self, sentences, alpha=None):
+        """(B,) `tf.string` -> ragged (B, None) `tf.string` pieces, in a graph
+        (`tf.function`, `tf.data`); `alpha`: sampled (`sampling`)."""
+        model = _model_op(self.proto, alpha)
         sentences = tf.convert_to_tensor(sentences, tf.string)
         if not self.language_code:
             return model.tokenize(sentences)
@@ -324,8 +339,6 @@ class SentencePieceTokenizer(tf.Module):
         probability `alpha` (BPE-dropout, Provilkov et al., 2020). The op
         draws from TensorFlow Text's own generator, unseeded: a resumed run
         draws other segmentations than an uninterrupted one would have.
-        Call it eagerly: the sampling op is created here, outside any graph
-        the function later runs in.
 
         Args:
             alpha: float in (0, 1).
@@ -336,13 +349,12 @@ class SentencePieceTokenizer(tf.Module):
         check_rate(alpha, "alpha")
         if not alpha:
             raise ValueError(f"`alpha` must be in (0, 1); received {alpha!r}.")
-        key = float(alpha)
-        if key not in self._samplers:
-            self._samplers[key] = _text_ops().SentencepieceTokenizer(
-                model=self.proto, out_type=tf.string, nbest_size=-1, alpha=key
-            )
-        sampler = self._samplers[key]
-        return lambda sentences: self._ids(self.pieces(sentences, sampler))
+        alpha = float(alpha)
+        graph = tf.function(
+            lambda sentences: self._graph_ids(sentences, alpha),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
+        return graph
 
     def _ids(self, pieces):
         return tf.ragged.map_flat_values(self._table.lookup, pieces)

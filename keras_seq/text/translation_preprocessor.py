@@ -321,6 +321,7 @@ class TranslationPreprocessor(Preprocessor):
         training=False,
         epoch=None,
         token_dropout=0.0,
+        subword_sampling=0.0,
     ):
         """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
 
@@ -357,6 +358,12 @@ class TranslationPreprocessor(Preprocessor):
             token_dropout: float in [0, 1), word dropout: the share of
                 source and decoder-input tokens replaced by `[UNK]` in each
                 batch, drawn anew every pass (labels are kept).
+            subword_sampling: float in [0, 1), SentencePiece only: each
+                batch's pairs are cut into pieces anew with this `alpha`
+                (`SentencePieceTokenizer.sampling`), for training; a pair
+                whose sampled pieces do not fit its batch's length keeps the
+                best segmentation, so the batches keep their shapes and
+                number. 0 keeps the best segmentation throughout.
 
         Returns:
             A `tf.data.Dataset` of `(features, labels)`: `features` a dict
@@ -401,11 +408,22 @@ class TranslationPreprocessor(Preprocessor):
         truncated = (source_lengths > limit) | (target_lengths > limit - 1)
         warn_truncated(truncated, "sentence pairs", limit)
 
-        def split_target(source, target):
+        check_rate(subword_sampling, "subword_sampling")
+        if subword_sampling and self.tokenizer_kind != SENTENCEPIECE:
+            raise ValueError(
+                "`subword_sampling` needs SentencePiece tokenizers; received "
+                f"{subword_sampling} with {self.tokenizer_kind}."
+            )
+
+        def split_target(source, target, index):
             features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
+            if subword_sampling:
+                features["pair_index"] = index
             return features, target[1:]
 
-        dataset = ordered_slices((source_ids, target_ids), shuffle, seed, epoch)
+        indices = np.arange(len(sources), dtype="int64")
+        slices = (source_ids, target_ids, indices)
+        dataset = ordered_slices(slices, shuffle, seed, epoch)
         dataset = map_without_autograph(dataset, split_target)
         longer_sides = np.maximum(
             np.minimum(source_lengths, limit),
@@ -420,9 +438,54 @@ class TranslationPreprocessor(Preprocessor):
             )
             batch_sizes = [max(1, min(b, c)) for b, c in zip(batch_sizes, counts)]
         dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
+        if subword_sampling:
+            resample = self._resampler(sources, targets, subword_sampling)
+            dataset = map_without_autograph(dataset, resample)
         if token_dropout:
             dataset = _drop_tokens(dataset, token_dropout, seed)
         return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _resampler(self, sources, targets, alpha):
+        """A batch map: each pair cut into sampled pieces, where they fit.
+
+        Subword regularization (Kudo, 2018) samples after bucketing, so
+        each batch keeps the shape (W) its bucket gave it: a pair whose
+        sampled source is longer than W, or target longer than W - 1 (room
+        for `[START]`/`[END]`), keeps its best segmentation.
+        """
+        sample_source = self.source_tokenizer.sampling(alpha)
+        sample_target = self.target_tokenizer.sampling(alpha)
+        sources = tf.constant(sources, tf.string)
+        targets = tf.constant(targets, tf.string)
+
+        def resample(features, labels):
+            features = dict(features)
+            index = features.pop("pair_index")  # (B,)
+            width = tf.shape(labels, out_type="int64")[1]
+            source = sample_source(tf.gather(sources, index))
+            if self.source_end:
+                source = _append_end(source)
+            target = sample_target(tf.gather(targets, index))
+            fits = (source.row_lengths() <= width) & (
+                target.row_lengths() + 1 <= width
+            )  # (B,)
+            rows = tf.fill([target.nrows(), 1], START_ID)
+            ends = tf.fill([target.nrows(), 1], END_ID)
+            shape = tf.stack([target.nrows(), width])
+            sampled = {
+                "encoder_token_ids": source.to_tensor(PAD_ID, shape=shape),
+                "decoder_token_ids": tf.concat([rows, target], 1).to_tensor(
+                    PAD_ID, shape=shape
+                ),
+            }
+            sampled_labels = tf.concat([target, ends], 1).to_tensor(PAD_ID, shape=shape)
+            keep = fits[:, tf.newaxis]  # (B, 1)
+            features = {
+                key: tf.where(keep, sampled[key], features[key]) for key in sampled
+            }
+            return features, tf.where(keep, sampled_labels, labels)
+
+        return resample
 
     # Configuration and files (`Preprocessor.save`, `load`, `get_config`).
 

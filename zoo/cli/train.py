@@ -146,6 +146,35 @@ def _add_translator_arguments(parser):
             settings.TranslatorSettings.lowercase,
         ),
     )
+    parser.add_argument(
+        "--tokenizer",
+        choices=settings.TRAINING_CHOICES["tokenizer"],
+        default=None,
+        help=_default(
+            "translators: WordPiece vocabularies, or a SentencePiece model per "
+            "side", settings.TranslatorSettings.tokenizer,
+        ),
+    )  # fmt: skip
+    parser.add_argument(
+        "--sentencepiece-model",
+        choices=settings.TRAINING_CHOICES["sentencepiece_model"],
+        default=None,
+        help=_default(
+            "with --tokenizer sentencepiece: its segmentation model",
+            settings.TranslatorSettings.sentencepiece_model,
+        ),
+    )
+    parser.add_argument(
+        "--subword-sampling",
+        type=float,
+        default=None,
+        metavar="ALPHA",
+        help=_default(
+            "with --tokenizer sentencepiece: sample the training batches' "
+            "segmentations with this alpha in [0, 1) (never at evaluation "
+            "or decoding; 0: off)", settings.TranslatorSettings.subword_sampling,
+        ),
+    )  # fmt: skip
 
 
 def _default(words, value):
@@ -266,7 +295,9 @@ FLAGS = {
     "average_last_epochs": "--average-epochs", "epochs": "--epochs",
     "seed": "--seed", "minutes": "--minutes", "beam_width": "--beam-width",
     "vocabulary_size": "--vocabulary-size", "bleu_every": "--bleu-every",
-    "min_frequency": "--min-frequency",
+    "min_frequency": "--min-frequency", "tokenizer": "--tokenizer",
+    "sentencepiece_model": "--sentencepiece-model",
+    "subword_sampling": "--subword-sampling",
 }  # fmt: skip
 
 
@@ -293,7 +324,9 @@ def chosen_settings(args, defaults, overrides):
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
         "lowercase": "lowercase",
-        "bleu_every": "bleu_every",
+        "bleu_every": "bleu_every", "tokenizer": "tokenizer",
+        "sentencepiece_model": "sentencepiece_model",
+        "subword_sampling": "subword_sampling",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(defaults)}
     given = {
@@ -402,7 +435,9 @@ def _check(args):
         _check_builds(family, args)
     check_training(
         vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every,
-        min_frequency=args.min_frequency,
+        min_frequency=args.min_frequency, tokenizer=args.tokenizer,
+        sentencepiece_model=args.sentencepiece_model,
+        subword_sampling=args.subword_sampling,
     )  # fmt: skip
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
@@ -410,6 +445,9 @@ def _check(args):
         ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
         ("--lowercase", args.lowercase, (None, False)),
+        ("--tokenizer", args.tokenizer, (None, "wordpiece")),
+        ("--sentencepiece-model", args.sentencepiece_model, (None, "unigram")),
+        ("--subword-sampling", args.subword_sampling, (None, 0.0)),
     ):
         if value not in unset and not family.translates:
             raise UsageError(

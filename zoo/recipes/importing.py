@@ -40,6 +40,8 @@ KEPT_FLAGS = {
     "overrides": "--set",
     "lowercase": "--lowercase",
     "recipe": "--recipe",
+    "tokenizer": "--tokenizer",
+    "sentencepiece_model": "--sentencepiece-model",
 }
 
 # The extra that brings what reading a Marian checkpoint needs.
