@@ -264,3 +264,75 @@ def test_pytorch_decodes_an_imported_model_through_its_fast_step(checkpoints):
         with torch.no_grad():
             assert loaded.model.fast_decoding_step() is not None
             assert loaded.model.fast_start_decoding() is not None
+
+
+def _logits(model, source):
+    target = np.full((source.shape[0], 4), 7, "int32")
+    target[:, 0] = START_ID
+    inputs = {"encoder_token_ids": source, "decoder_token_ids": target}
+    return keras.ops.convert_to_numpy(model(inputs))
+
+
+def test_sharded_and_bfloat16_safetensors_load_alike(checkpoints, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    name = "shared, swish, safetensors"
+    loaded = checkpoints[name][2]
+    source = _sources(loaded)
+    directory = _variant(checkpoints, tmp_path)
+    path = os.path.join(directory, "model.safetensors")
+    tensors = load_file(path)
+    os.remove(path)
+    names = sorted(tensors)
+    shards = {"a.safetensors": names[::2], "b.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: tensors[k] for k in keys}, os.path.join(directory, shard))
+    weight_map = {k: shard for shard, keys in shards.items() for k in keys}
+    write_json(directory, "model.safetensors.index.json", {"weight_map": weight_map})
+    sharded = marian.load_marian(directory)
+    np.testing.assert_array_equal(
+        _logits(sharded.model, source), _logits(loaded.model, source)
+    )
+    # bfloat16, which NumPy cannot hold, through PyTorch's reader.
+    from safetensors.torch import save_file as save_torch
+
+    halves = {k: torch.as_tensor(v).to(torch.bfloat16) for k, v in tensors.items()}
+    bfloat16 = str(tmp_path / "bfloat16")
+    shutil.copytree(directory, bfloat16)
+    for shard in [*shards, "model.safetensors.index.json"]:
+        os.remove(os.path.join(bfloat16, shard))
+    save_torch(halves, os.path.join(bfloat16, "model.safetensors"))
+    rounded = marian.load_marian(bfloat16)
+    # bfloat16 keeps 8 bits of mantissa: the logits move, a little.
+    difference = _logits(rounded.model, source) - _logits(loaded.model, source)
+    assert 0 < np.abs(difference).max() < 1.0
+
+
+def test_the_imported_model_round_trips_a_keras_file(checkpoints):
+    from keras_seq.testing import run_model_saving_test
+
+    loaded = checkpoints["separate, gelu, pytorch_model.bin"][2]
+    source = _sources(loaded)
+    target = np.full((source.shape[0], 4), 7, "int32")
+    target[:, 0] = START_ID
+    restored = run_model_saving_test(
+        loaded.model, {"encoder_token_ids": source, "decoder_token_ids": target}
+    )
+    assert restored.get_config() == loaded.model.get_config()
+
+
+def test_the_imported_model_fine_tunes_with_fit(checkpoints, tmp_path):
+    from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+
+    # A fresh import: fitting changes the weights the other tests read.
+    directory = _variant(checkpoints, tmp_path, "separate, gelu, pytorch_model.bin")
+    model = marian.load_marian(directory).model
+    source = _sources(checkpoints["separate, gelu, pytorch_model.bin"][2])
+    target = np.random.default_rng(4).integers(5, model.target_vocabulary_size, (3, 6))
+    target[:, 0] = START_ID
+    target[:, -1] = END_ID
+    x = {"encoder_token_ids": source, "decoder_token_ids": target[:, :-1]}
+    model.compile(keras.optimizers.Adam(1e-3), MaskedSparseCategoricalCrossentropy())
+    first = model.evaluate(x, target[:, 1:], verbose=0)
+    model.fit(x, target[:, 1:], epochs=5, batch_size=3, verbose=0)
+    assert model.evaluate(x, target[:, 1:], verbose=0) < first
