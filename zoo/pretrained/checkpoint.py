@@ -120,10 +120,27 @@ def _read_safetensors(path):
     try:
         tensors = load_file(path)
     except Exception as error:  # safetensors raises its own error types.
-        raise ValueError(
-            f"{path} is not a readable safetensors file ({_one_line(error)})."
-        ) from None
+        tensors = _read_safetensors_through_torch(path)
+        if tensors is None:
+            raise ValueError(
+                f"{path} is not a readable safetensors file ({_one_line(error)})."
+            ) from None
     return {name: _float32(array) for name, array in tensors.items()}
+
+
+def _read_safetensors_through_torch(path):
+    """NumPy has no bfloat16, in which some checkpoints are stored; PyTorch
+    reads them (where it is installed) and widens them to float32."""
+    try:
+        import torch
+        from safetensors.torch import load_file
+    except ImportError:
+        return None
+    try:
+        tensors = load_file(path)
+    except Exception:  # The file itself is damaged: the NumPy error says so.
+        return None
+    return {name: t.to(torch.float32).numpy() for name, t in tensors.items()}
 
 
 def _read_sharded(directory, index_path):

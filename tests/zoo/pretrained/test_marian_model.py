@@ -26,15 +26,15 @@ from keras_seq.text import END_ID, PAD_ID, START_ID
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
+pytest.importorskip("sentencepiece")
 marian = pytest.importorskip("zoo.pretrained.marian")
-
-WIDTH, FF_DIM, HEADS = 32, 64, 4
-# Every <pad> logit far below the others: transformers normalizes its
-# log-probabilities over the whole vocabulary and then bans <pad>
-# (`bad_words_ids`), the zoo normalizes over the ids it may write, so beam
-# scores agree only where <pad>'s probability is nil (a trained Marian
-# model gives it none; a random one would).
-PAD_BIAS = -20.0
+from tests.zoo.pretrained.marian_checkpoints import (  # noqa: E402
+    PAD,
+    SOURCE_SIZE,
+    TARGET_SIZE,
+    make_checkpoint,
+    write_json,
+)
 
 CHECKPOINTS = {
     # name: shared vocabulary, activation, weights file, tied lm_head
@@ -42,82 +42,6 @@ CHECKPOINTS = {
     "separate, gelu, pytorch_model.bin": (False, "gelu", "bin", True),
     "shared, relu, untied lm_head": (True, "relu", "safetensors", False),
 }
-SOURCE_SIZE, TARGET_SIZE, PAD = 60, 70, 59
-
-
-def _pieces(size, prefix):
-    """Marian's vocab.json: </s> 0, <unk> 1, <pad> at PAD, pieces between."""
-    pieces = {"</s>": 0, "<unk>": 1, "<pad>": PAD}
-    free = [i for i in range(size) if i not in pieces.values()]
-    pieces.update({f"▁{prefix}{i}": i for i in free})
-    return pieces
-
-
-def _randomize(model, seed):
-    generator = torch.Generator().manual_seed(seed)
-
-    def normal(shape, scale):
-        return torch.randn(shape, generator=generator) * scale
-
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            shape = parameter.shape
-            if "embed_positions" in name:
-                continue  # The static table.
-            if "layer_norm" in name and name.endswith("weight"):
-                parameter.copy_(1.0 + normal(shape, 0.2))
-            elif name.endswith("bias"):
-                parameter.copy_(normal(shape, 0.1))
-            elif "embed_tokens" in name or "shared" in name or "lm_head" in name:
-                parameter.copy_(normal(shape, 0.5))
-                parameter[PAD] = 0.0  # transformers' padding_idx row.
-            else:
-                parameter.copy_(normal(shape, shape[-1] ** -0.5))
-        bias = normal(model.final_logits_bias.shape, 1.0)
-        bias[0, PAD] = PAD_BIAS
-        model.final_logits_bias.copy_(bias)
-
-
-def _make(directory, shared, activation, weights, tied, seed=0):
-    config = transformers.MarianConfig(
-        vocab_size=SOURCE_SIZE,
-        decoder_vocab_size=SOURCE_SIZE if shared else TARGET_SIZE,
-        d_model=WIDTH,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=HEADS,
-        decoder_attention_heads=HEADS,
-        encoder_ffn_dim=FF_DIM,
-        decoder_ffn_dim=FF_DIM,
-        max_position_embeddings=64,
-        pad_token_id=PAD,
-        eos_token_id=0,
-        decoder_start_token_id=PAD,
-        # generate would otherwise force </s> at its last position.
-        forced_eos_token_id=None,
-        activation_function=activation,
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=shared,
-        tie_word_embeddings=tied,
-        dropout=0.1,
-        attention_dropout=0.0,
-    )
-    torch.manual_seed(seed)
-    model = transformers.MarianMTModel(config).eval()
-    _randomize(model, seed)
-    model.save_pretrained(directory)
-    if weights == "bin":
-        os.remove(os.path.join(directory, "model.safetensors"))
-        torch.save(model.state_dict(), os.path.join(directory, "pytorch_model.bin"))
-    _write_json(directory, "vocab.json", _pieces(SOURCE_SIZE, "s"))
-    if not shared:
-        _write_json(directory, "target_vocab.json", _pieces(TARGET_SIZE, "t"))
-    return model
-
-
-def _write_json(directory, name, value):
-    with open(os.path.join(directory, name), "w", encoding="utf-8") as file:
-        json.dump(value, file, ensure_ascii=False)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +50,7 @@ def checkpoints(tmp_path_factory):
     made = {}
     for seed, (name, options) in enumerate(CHECKPOINTS.items()):
         directory = str(tmp_path_factory.mktemp("marian"))
-        reference = _make(directory, *options, seed=seed)
+        reference = make_checkpoint(directory, *options, seed=seed)
         made[name] = (directory, reference, marian.load_marian(directory))
     return made
 
@@ -263,7 +187,7 @@ def _edit_config(directory, **fields):
     with open(path, encoding="utf-8") as file:
         config = json.load(file)
     config.update(fields)
-    _write_json(directory, "config.json", config)
+    write_json(directory, "config.json", config)
 
 
 def _refused(directory, pattern):
@@ -340,3 +264,75 @@ def test_pytorch_decodes_an_imported_model_through_its_fast_step(checkpoints):
         with torch.no_grad():
             assert loaded.model.fast_decoding_step() is not None
             assert loaded.model.fast_start_decoding() is not None
+
+
+def _logits(model, source):
+    target = np.full((source.shape[0], 4), 7, "int32")
+    target[:, 0] = START_ID
+    inputs = {"encoder_token_ids": source, "decoder_token_ids": target}
+    return keras.ops.convert_to_numpy(model(inputs))
+
+
+def test_sharded_and_bfloat16_safetensors_load_alike(checkpoints, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    name = "shared, swish, safetensors"
+    loaded = checkpoints[name][2]
+    source = _sources(loaded)
+    directory = _variant(checkpoints, tmp_path)
+    path = os.path.join(directory, "model.safetensors")
+    tensors = load_file(path)
+    os.remove(path)
+    names = sorted(tensors)
+    shards = {"a.safetensors": names[::2], "b.safetensors": names[1::2]}
+    for shard, keys in shards.items():
+        save_file({k: tensors[k] for k in keys}, os.path.join(directory, shard))
+    weight_map = {k: shard for shard, keys in shards.items() for k in keys}
+    write_json(directory, "model.safetensors.index.json", {"weight_map": weight_map})
+    sharded = marian.load_marian(directory)
+    np.testing.assert_array_equal(
+        _logits(sharded.model, source), _logits(loaded.model, source)
+    )
+    # bfloat16, which NumPy cannot hold, through PyTorch's reader.
+    from safetensors.torch import save_file as save_torch
+
+    halves = {k: torch.as_tensor(v).to(torch.bfloat16) for k, v in tensors.items()}
+    bfloat16 = str(tmp_path / "bfloat16")
+    shutil.copytree(directory, bfloat16)
+    for shard in [*shards, "model.safetensors.index.json"]:
+        os.remove(os.path.join(bfloat16, shard))
+    save_torch(halves, os.path.join(bfloat16, "model.safetensors"))
+    rounded = marian.load_marian(bfloat16)
+    # bfloat16 keeps 8 bits of mantissa: the logits move, a little.
+    difference = _logits(rounded.model, source) - _logits(loaded.model, source)
+    assert 0 < np.abs(difference).max() < 1.0
+
+
+def test_the_imported_model_round_trips_a_keras_file(checkpoints):
+    from keras_seq.testing import run_model_saving_test
+
+    loaded = checkpoints["separate, gelu, pytorch_model.bin"][2]
+    source = _sources(loaded)
+    target = np.full((source.shape[0], 4), 7, "int32")
+    target[:, 0] = START_ID
+    restored = run_model_saving_test(
+        loaded.model, {"encoder_token_ids": source, "decoder_token_ids": target}
+    )
+    assert restored.get_config() == loaded.model.get_config()
+
+
+def test_the_imported_model_fine_tunes_with_fit(checkpoints, tmp_path):
+    from keras_seq.losses import MaskedSparseCategoricalCrossentropy
+
+    # A fresh import: fitting changes the weights the other tests read.
+    directory = _variant(checkpoints, tmp_path, "separate, gelu, pytorch_model.bin")
+    model = marian.load_marian(directory).model
+    source = _sources(checkpoints["separate, gelu, pytorch_model.bin"][2])
+    target = np.random.default_rng(4).integers(5, model.target_vocabulary_size, (3, 6))
+    target[:, 0] = START_ID
+    target[:, -1] = END_ID
+    x = {"encoder_token_ids": source, "decoder_token_ids": target[:, :-1]}
+    model.compile(keras.optimizers.Adam(1e-3), MaskedSparseCategoricalCrossentropy())
+    first = model.evaluate(x, target[:, 1:], verbose=0)
+    model.fit(x, target[:, 1:], epochs=5, batch_size=3, verbose=0)
+    assert model.evaluate(x, target[:, 1:], verbose=0) < first
