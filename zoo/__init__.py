@@ -11,7 +11,7 @@ import importlib
 import sys
 
 _MODULES = {
-    "zoo.api": ("train",),
+    "zoo.api": ("import_transformers", "train"),
     "zoo.encoders": (
         "Classifier",
         "MaskedLanguageModel",

@@ -1,4 +1,5 @@
-"""Training a family from Python: `zoo.train`, what `keras-seq train` does.
+"""Training a family from Python: `zoo.train`, what `keras-seq train` does,
+and `zoo.import_transformers`, what `keras-seq import` does.
 
 `train` takes a file or lists of pairs or texts, runs the recipe through
 `zoo.recipes.workflow.train` (the command's own path: the same checks, run
@@ -25,6 +26,7 @@ def train(
     test_data=None,
     beam_width=None,
     overwrite=False,
+    init_from=None,
     **overrides,
 ):
     """Trains a model family and writes its run directory, as `keras-seq
@@ -65,6 +67,11 @@ def train(
         beam_width: int or None, translators: beams of the test
             translations.
         overwrite: bool, replace a finished run in `output_dir`.
+        init_from: str, `os.PathLike` or None, translators: a finished run
+            directory (trained, or written by `import_transformers`) to
+            start from, keeping its model, vocabularies and tokenizer (no
+            `preset`, `recipe`, `vocabulary_size`, `min_frequency` or
+            builder argument then).
         **overrides: builder arguments over the preset's, as `--set`
             gives them (`dropout=0.2`).
 
@@ -100,9 +107,16 @@ def train(
     if recipe is not None:
         validation.check_choice(recipe, "recipe", tuple(settings.TRANSLATOR_RECIPES))
     defaults = chosen_recipe.default_settings(recipe)
-    validation.check_choice(
-        preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
-    )
+    if init_from is not None:
+        defaults = _started(
+            chosen_recipe, defaults, init_from, output_dir,
+            preset=preset, recipe=recipe, vocabulary_size=vocabulary_size,
+            min_frequency=min_frequency, overrides=overrides,
+        )  # fmt: skip
+    else:
+        validation.check_choice(
+            preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
+        )
     # The command line's check, naming the arguments instead of its flags.
     settings.check_training(
         epochs=epochs, seed=seed, vocabulary_size=vocabulary_size,
@@ -112,7 +126,9 @@ def train(
         raise ValueError(
             f"`beam_width` applies to translators; received {beam_width} for {family}."
         )
-    config = chosen_recipe.presets[preset or defaults.preset]["config"]
+    # A run started from another has no preset of the table (an imported one).
+    entry = chosen_recipe.presets.get(preset or defaults.preset, {})
+    config = entry.get("config", {})
     settable = sorted(k for k in config if not k.endswith("vocabulary_size"))
     unknown = sorted(set(overrides) - set(settable))
     if unknown:
@@ -137,6 +153,81 @@ def train(
     except UsageError as error:
         # The command line's refusals, whose messages name the fix.
         raise ValueError(str(error)) from None
+
+
+def import_transformers(directory, output_dir, overwrite=False):
+    """Writes a Marian (OPUS-MT) checkpoint directory as a translator run
+    directory, as `keras-seq import DIR --output-dir RUN` does; the model,
+    loaded from that directory.
+
+    The checkpoint is read and checked before `output_dir` is created or
+    claimed: a wrong `model_type`, missing or truncated weights, or a config
+    field the zoo's layers cannot mirror are refused in one line naming it
+    (docs/pretrained.md lists them). The run directory holds the model, the
+    SentencePiece preprocessor and `run.json` (family `"translator"`, the
+    checkpoint's absolute path and the SHA-256 of its `config.json` and
+    weights file); every command takes it, and `train(...,
+    init_from=output_dir)` fine-tunes it.
+
+    Args:
+        directory: str or `os.PathLike`, what `MarianMTModel.save_pretrained`
+            and `MarianTokenizer.save_pretrained` wrote (`config.json`,
+            `model.safetensors` or `pytorch_model.bin`, `source.spm`,
+            `target.spm`, `vocab.json`, and `target_vocab.json` for
+            separate vocabularies).
+        output_dir: str or `os.PathLike`, the run directory.
+        overwrite: bool, replace a finished run in `output_dir`.
+
+    Returns:
+        A `zoo.recipes.trained.TrainedModel`.
+
+    Raises:
+        ValueError: for a directory that is not a checkpoint the importer
+            can map, a missing extra (`keras-seq[pretrained]`), or an
+            `output_dir` that holds another run; nothing is written then.
+
+    Example:
+
+    >>> trained = zoo.import_transformers(
+    ...     "opus-mt-de-en", "runs/opus-de-en"
+    ... )  # doctest: +SKIP
+    >>> trained.translate("Guten Morgen.")  # doctest: +SKIP
+    'Good morning.'
+    """
+    from zoo.recipes import importing
+    from zoo.recipes.inputs import UsageError
+
+    try:
+        return importing.import_transformers(directory, output_dir, overwrite)
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+
+
+def _started(family_recipe, defaults, init_from, output_dir, **given):
+    """`defaults` starting from the finished run `init_from`
+    (`zoo.recipes.importing.starting_point`), at its preset.
+
+    Raises:
+        ValueError: for a family that does not translate, an argument the
+            kept model contradicts, or a run that is not a finished run of
+            the family.
+    """
+    from zoo.recipes import importing
+    from zoo.recipes.inputs import UsageError
+
+    if not family_recipe.translates:
+        raise ValueError(
+            f"`init_from` applies to translators; received {init_from!r} for "
+            f"{family_recipe.name}."
+        )
+    try:
+        importing.refuse_kept(given)
+        record, run = importing.starting_point(
+            init_from, family_recipe.name, os.fspath(output_dir), flag="`init_from`"
+        )
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+    return defaults.replace(init_from=record, preset=run.get("preset"))
 
 
 def _data(layout, data, validation_data, test_data):

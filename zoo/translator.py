@@ -25,9 +25,16 @@ from keras_seq.layers import (
     TransformerEncoderBlock,
 )
 from keras_seq.layers.hashed_dropout import HashedDropout
+from keras_seq.layers.sinusoidal_positional_encoding import LAYOUTS
 from keras_seq.masks import check_token_ids, padding_mask
-from keras_seq.text import RESERVED_TOKENS
-from keras_seq.validation import check_int_in, check_positive_int
+from keras_seq.text import PAD_ID, RESERVED_TOKENS, START_ID
+from keras_seq.validation import (
+    check_bool,
+    check_choice,
+    check_int_in,
+    check_positive_int,
+    check_token_id,
+)
 from zoo import presets as presets_lib
 from zoo.common import (
     TokenIdsModel,
@@ -40,8 +47,13 @@ from zoo.common import (
 # The arguments the encoder and decoder blocks take from the translator's.
 _BLOCK_ARGUMENTS = (
     "num_heads", "ff_dim", "key_dim", "value_dim", "dropout", "attention_dropout",
-    "norm_first", "attention_bias", "layer_norm_epsilon",
+    "norm_first", "attention_bias", "layer_norm_epsilon", "activation",
 )  # fmt: skip
+
+# The feed-forward activations a translator takes: ReLU (Vaswani et al.),
+# GELU and Swish (SiLU, its alias), the ones pretrained translators use and
+# every fast path (PyTorch's step, CTranslate2) computes.
+ACTIVATIONS = ("relu", "gelu", "swish", "silu")
 
 
 def _check_config(config):
@@ -53,9 +65,22 @@ def _check_config(config):
         "model_dim",
     ):
         check_positive_int(config[name], name)
+    sizes = config["source_vocabulary_size"], config["target_vocabulary_size"]
     # A start token (or a prompt's first) and one token after it.
     check_int_in(config["max_length"], "max_length", 2, None, "", allow_none=False)
-    sizes = config["source_vocabulary_size"], config["target_vocabulary_size"]
+    check_choice(config["activation"], "activation", ACTIVATIONS)
+    check_choice(config["sinusoidal_layout"], "sinusoidal_layout", LAYOUTS)
+    check_bool(config["tie_output_embedding"], "tie_output_embedding")
+    if config["logits_bias"] is not None:
+        check_bool(config["logits_bias"], "logits_bias")
+    start = config["decoder_start_token_id"]
+    if start is not None:
+        check_token_id(start, "decoder_start_token_id", sizes[1])
+        if start == PAD_ID:
+            raise ValueError(
+                f"`decoder_start_token_id` must not be the padding id {PAD_ID}, "
+                "which every mask hides; received 0."
+            )
     if config["tie_embeddings"] and sizes[0] != sizes[1]:
         raise ValueError(
             "`tie_embeddings=True` shares one vocabulary, so "
@@ -94,7 +119,27 @@ class Translator(GenerativeModel, TokenIdsModel):
         positional: `"sinusoidal"` (Eq. 7.29) or `"learned"` (Eq. 7.28).
         tie_embeddings: bool, share one token table between the source, the
             target and the output layer (Press & Wolf, 2017).
-        scale_embeddings: bool, scale token embeddings by sqrt(model_dim).
+        scale_embeddings: bool, scale token embeddings by sqrt(model_dim)
+            before their positions are added (Vaswani et al., Sec. 3.4;
+            Marian's `scale_embedding`).
+        activation: the feed-forward hidden activation of every block:
+            `"relu"` (Vaswani et al.), `"gelu"` (exact, erf-based) or
+            `"swish"` (alias `"silu"`, Marian's default).
+        sinusoidal_layout: with `positional="sinusoidal"`, `"interleaved"`
+            (Eq. 7.29: column 2i a sine, 2i + 1 its cosine) or
+            `"concatenated"` (all sines, then all cosines of the same
+            frequencies: tensor2tensor's and Marian's table).
+        tie_output_embedding: bool, the output layer is the transpose of
+            the target embedding's table while the source keeps its own
+            (separate vocabularies, as Marian's `lm_head` tied to its
+            decoder's `embed_tokens`); `tie_embeddings` implies it.
+        logits_bias: None, True or False. None: an untied output layer has
+            its bias, a tied one none. True: a tied output adds a learned
+            (V,) bias (Marian's `final_logits_bias`). False: the untied
+            output layer has no bias.
+        decoder_start_token_id: the target id decoding starts from, or
+            None for the reserved `[START]` id (`default_start_token_id`);
+            never the padding id 0.
 
     Inputs:
         encoder_token_ids: (B, S) int, 0 = padding.
@@ -131,6 +176,11 @@ class Translator(GenerativeModel, TokenIdsModel):
         attention_bias=True,
         scale_embeddings=True,
         layer_norm_epsilon=1e-5,
+        activation="relu",
+        sinusoidal_layout="interleaved",
+        tie_output_embedding=False,
+        logits_bias=None,
+        decoder_start_token_id=None,
         **kwargs,
     ):
         arguments = locals()
@@ -139,21 +189,33 @@ class Translator(GenerativeModel, TokenIdsModel):
         block_kwargs = {name: config[name] for name in _BLOCK_ARGUMENTS}
 
         # Layers.
-        def embedding(vocabulary_size, name):
+        tied_output = tie_embeddings or tie_output_embedding
+
+        def embedding(vocabulary_size, name, output_bias=False):
             return TokenAndPositionEmbedding(
                 vocabulary_size,
                 max_length,
                 model_dim,
                 positional=positional,
                 scale_embeddings=scale_embeddings,
+                sinusoidal_layout=sinusoidal_layout,
+                output_bias=output_bias,
                 name=name,
             )
 
-        source_embedding = embedding(source_vocabulary_size, "source_embedding")
+        # The tied output layer's bias lives with the table it is tied to.
+        output_bias = tied_output and bool(logits_bias)
+        source_embedding = embedding(
+            source_vocabulary_size,
+            "source_embedding",
+            output_bias=tie_embeddings and output_bias,
+        )
         target_embedding = (
             source_embedding
             if tie_embeddings
-            else embedding(target_vocabulary_size, "target_embedding")
+            else embedding(
+                target_vocabulary_size, "target_embedding", output_bias=output_bias
+            )
         )
         encoder_blocks = [
             TransformerEncoderBlock(**block_kwargs, name=f"encoder_block_{i}")
@@ -166,8 +228,10 @@ class Translator(GenerativeModel, TokenIdsModel):
         encoder_norm = final_norm(norm_first, layer_norm_epsilon, "encoder_norm")
         decoder_norm = final_norm(norm_first, layer_norm_epsilon, "decoder_norm")
         output_dense = None
-        if not tie_embeddings:
-            output_dense = keras.layers.Dense(target_vocabulary_size, name="logits")
+        if not tied_output:
+            output_dense = keras.layers.Dense(
+                target_vocabulary_size, use_bias=logits_bias is not False, name="logits"
+            )
 
         # Functional graph.
         encoder_ids = keras.Input((None,), dtype="int32", name="encoder_token_ids")
@@ -182,7 +246,7 @@ class Translator(GenerativeModel, TokenIdsModel):
         for block in decoder_blocks:
             y = block(y, encoded)
         y = decoder_norm(y)
-        if tie_embeddings:
+        if tied_output:
             logits = target_embedding(y, reverse=True)  # (B, T, V)
         else:
             logits = output_dense(y)  # (B, T, V)
@@ -213,8 +277,21 @@ class Translator(GenerativeModel, TokenIdsModel):
             x = block(x, padding_mask=source_mask, training=training)
         return self.encoder_norm(x), source_mask
 
+    @property
+    def default_start_token_id(self):
+        """The target id decoding starts from: `decoder_start_token_id`, or
+        the reserved `[START]` id when it is None."""
+        if self.decoder_start_token_id is None:
+            return START_ID
+        return self.decoder_start_token_id
+
+    @property
+    def tied_output(self):
+        """Whether the output layer is the target table's transpose."""
+        return bool(self.tie_embeddings or self.tie_output_embedding)
+
     def _logits(self, y):
-        if self.tie_embeddings:
+        if self.tied_output:
             return self.target_embedding(y, reverse=True)
         return self.output_dense(y)
 
@@ -336,12 +413,13 @@ class Translator(GenerativeModel, TokenIdsModel):
         )
 
     def decoder_stack(self):
-        """The decoder's layers as a `Stack`; no output layer when tied."""
+        """The decoder's layers as a `Stack`; no output layer when tied
+        (the target embedding's spec then holds the logits bias, if any)."""
         return Stack(
             self.target_embedding,
             tuple(self.decoder_blocks),
             self.decoder_norm,
-            None if self.tie_embeddings else self.output_dense,
+            None if self.tied_output else self.output_dense,
         )
 
     def fast_start_decoding(self):

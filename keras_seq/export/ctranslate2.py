@@ -15,8 +15,8 @@ of each of the model's stacks (`keras_seq.generation.stack_spec.flatten`
 over `model.encoder_stack()` and `model.decoder_stack()`, the spec
 PyTorch's decoding step reads too), and its hyperparameters from
 `get_config()`; what it cannot express (`stack_spec.refusal`: heads whose
-`value_dim` differs from `key_dim`, an activation other than ReLU or
-GELU, a quantized or mixed-precision layer, ...) is refused in one line
+`value_dim` differs from `key_dim`, an activation other than ReLU, GELU
+or Swish, a quantized or mixed-precision layer, ...) is refused in one line
 naming the option:
 
 | keras-seq                                | CTranslate2                           |
@@ -29,14 +29,17 @@ naming the option:
 | `attention_output` `(N, H, D)`           | the attention's last linear `(D, NH)` |
 | `*_layer_norm`, `layer_norm_epsilon`     | each sublayer's `layer_norm`, config  |
 | feed-forward denses                      | `ffn.linear_0`, `ffn.linear_1`        |
+| `activation` relu, gelu, swish / silu    | `activation` RELU, GELU, SWISH        |
 | `logits` dense, or the tied table        | `projection` (V, D)                   |
-| `[UNK]`, `[START]`, `[END]`              | `unk_token`, `bos_token`/`decoder_    |
-|                                          | start_token`, `eos_token`             |
+| the tied output's `logits_bias`          | `projection.bias` (V,)                |
+| `[UNK]`, `[START]` (or the               | `unk_token`, `bos_token`/`decoder_    |
+| `decoder_start_token_id`), `[END]`       | start_token`, `eos_token`             |
 
-The position table is passed explicitly because ours interleaves sines and
-cosines (Eq. 7.29: even features sines, odd cosines) where CTranslate2's own
-table puts all sines first; the table is what the model's position layer
-computes, so learned positions take the same path.
+The position table is passed explicitly because the default one interleaves
+sines and cosines (Eq. 7.29: even features sines, odd cosines) where
+CTranslate2's own table puts all sines first; the table is what the model's
+position layer computes, so the concatenated layout and learned positions
+take the same path.
 
 The directory also gets the run's preprocessor files (vocabularies and
 `preprocessor.json`) and `tokens.json` (the special tokens and the suffix
@@ -69,7 +72,8 @@ PREPROCESSOR_FILES = (
 )
 TOKENS_FILE = "tokens.json"
 EXPORT_FILE = "keras_seq.json"
-_ACTIVATIONS = {"relu": "RELU", "gelu": "GELU"}
+# By the layers' serialized names (`"swish"` serializes as `"silu"`).
+_ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "silu": "SWISH"}
 
 
 def require_ctranslate2():
@@ -173,6 +177,8 @@ def _set_stack(side, flat, encoder):
 def _set_projection(decoder, flat):
     if flat.output is None:
         decoder.projection.weight = flat.table  # tied: (V, D)
+        if flat.output_bias is not None:
+            decoder.projection.bias = flat.output_bias  # (V,)
     else:
         _linear(decoder.projection, *flat.output)
 
@@ -330,7 +336,8 @@ def _spec(model, family, preprocessor_dir):
         )
         spec.register_source_vocabulary(source)
         spec.register_target_vocabulary(target)
-        tokens["decoder_start_token"] = RESERVED_TOKENS[START_ID]
+        start = config.get("decoder_start_token_id")
+        tokens["decoder_start_token"] = target[START_ID if start is None else start]
     else:
         spec = _language_model_spec(model)
         name = next(
@@ -348,7 +355,9 @@ def _spec(model, family, preprocessor_dir):
 
 
 def _copy_preprocessor(source_dir, output_dir):
-    for name in PREPROCESSOR_FILES + ("vocabulary.txt",):
+    # A SentencePiece preprocessor's models go too: the portable tokenizer
+    # reads them.
+    for name in PREPROCESSOR_FILES + ("vocabulary.txt", "source.spm", "target.spm"):
         path = os.path.join(source_dir, name)
         if os.path.isfile(path):
             shutil.copyfile(path, os.path.join(output_dir, name))

@@ -193,6 +193,22 @@ def _version_dir(export_dir, version):
     return path
 
 
+def _write_models(path, **tokenizers):
+    """SentencePiece models beside the graph: `assets/source.spm`, `target.spm`.
+
+    The graph's SentencePiece ops hold their models already, so loading
+    never reads these; they let a reader of the directory (or another
+    runtime) tokenize alike without the run directory.
+    """
+    for side, tokenizer in tokenizers.items():
+        proto = getattr(tokenizer, "proto", None)
+        if proto is None:  # WordPiece: its vocabulary is in the graph.
+            continue
+        os.makedirs(os.path.join(path, "assets"), exist_ok=True)
+        with open(os.path.join(path, "assets", f"{side}.spm"), "wb") as file:
+            file.write(proto)
+
+
 def _track(archive, *resources):
     """Track models and tokenizers; a tokenizer is built by one call first."""
     for resource in resources:
@@ -427,7 +443,11 @@ def export_translator(
         "tokenize": (tokenize, _string_spec("sentences")),
         "logits": (logits, _ids_spec("encoder_token_ids", "decoder_token_ids")),
     }
-    return _write_out(archive, endpoints, path, "translator")
+    path = _write_out(archive, endpoints, path, "translator")
+    _write_models(
+        path, source=preprocessor.source_tokenizer, target=preprocessor.target_tokenizer
+    )
+    return path
 
 
 def export_language_model(

@@ -25,7 +25,10 @@ What the step mirrors, per step and for each (B, 1) query:
 - `MultiHeadAttention`'s zero output for a query that may attend to no
   key: a padding query (id 0, as a finished beam feeds), or a source with
   no real token;
-- the closing norm and the output layer, tied to the token table or not.
+- the closing norm and the output layer, tied to the token table (with
+  its logits bias, if any) or not; the feed-forward activation (ReLU,
+  GELU, SiLU in PyTorch's own kernels, another Keras activation as Keras
+  computes it).
 
 The encoder mirrors `TransformerEncoderBlock` (Fig. 7.15 (a)) the same way
 over the whole (B, S) source, with its padding mask, and the step computes
@@ -220,7 +223,8 @@ class TorchDecoderStep:
         self._final_norm = flat.final_norm
         self._output = flat.output
         if flat.output is None:
-            self._output = (self._embedding.table.t(), None)  # (D, V), tied
+            # (D, V), tied, and the (V,) logits bias or None.
+            self._output = (self._embedding.table.t(), flat.output_bias)
 
     def cross_attention_caches(self, encoded):
         """Keys and values of z* (B, S, D) for every block, computed once.

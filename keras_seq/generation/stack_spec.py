@@ -9,7 +9,10 @@ and value kernels into one (D, 2NH + NV) product, each cross attention's
 key and value kernels into one (D, NH + NV), flattens W_c to (NV, D),
 reads the position table the embedding's own position layer computes,
 the norms with their epsilon, the activation, and the output layer (None
-when it is tied to the token table). `refusal(stack, ...)` says, in one
+when it is tied to the token table, whose logits bias, if any, the
+embedding's spec holds). The position table is the one the layer computes,
+so its layout (interleaved or concatenated sines and cosines, or learned
+rows) reaches every path without a case of its own. `refusal(stack, ...)` says, in one
 `"<option>=<value>"`, why a stack cannot be mirrored, so that a fast path
 falls back to the layers and an export refuses in one line.
 
@@ -98,7 +101,8 @@ class FlatBlock:
 class FlatStack:
     """A whole stack: `table` (K, D), `scale` of a token row, `positions`
     (L, D), the blocks, `final_norm` (None: identity) and `output` (D, K)
-    kernel and bias, None when tied to `table`."""
+    kernel and bias, None when tied to `table`; `output_bias` (K,) the tied
+    output's logits bias, or None."""
 
     table: object
     scale: float
@@ -106,6 +110,7 @@ class FlatStack:
     blocks: tuple
     final_norm: object
     output: object
+    output_bias: object = None
 
 
 _ARRAYS = ("torch", "numpy")
@@ -260,4 +265,9 @@ def flatten(stack, arrays):
         blocks=tuple(_block(block, read, concat) for block in blocks),
         final_norm=_norm(final_norm, read),
         output=None if output is None else _projection(output, read),
+        output_bias=(
+            None
+            if output is not None or embedding.output_bias is None
+            else read(embedding.output_bias)
+        ),
     )

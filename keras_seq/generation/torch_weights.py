@@ -70,6 +70,11 @@ def activation_function(function):
 
     if function is keras.activations.relu:
         return torch.relu
+    if function is keras.activations.silu:
+        return torch.nn.functional.silu
+    if function is keras.activations.gelu:
+        # Keras' default GELU is the exact (erf) one, as PyTorch's default.
+        return torch.nn.functional.gelu
     if function is keras.activations.linear:
         return lambda x: x
     return function  # Keras' own, which runs on PyTorch tensors.

@@ -146,6 +146,11 @@ class EmbeddingSpec:
         position_table: a function of no arguments giving the (L, D) code
             the layer adds at every position, as the layer computes it.
         refusal: None, or why a table lookup differs (a quantized table).
+        sinusoidal_layout: `"interleaved"` or `"concatenated"`, how the
+            sinusoidal table lays out its sines and cosines (already in
+            `position_table`).
+        output_bias: the (V,) bias variable the tied output layer adds to
+            its logits, or None.
     """
 
     table: object
@@ -154,6 +159,8 @@ class EmbeddingSpec:
     max_length: int
     position_table: object
     refusal: object = None
+    sinusoidal_layout: str = "interleaved"
+    output_bias: object = None
 
 
 def projection_spec(layer):

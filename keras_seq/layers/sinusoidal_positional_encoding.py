@@ -14,6 +14,10 @@ from keras import ops
 from keras_seq.validation import check_choice, check_positive_int
 
 MODES = ("add", "concat")
+# Where each pair's sine and cosine sit: side by side (Eq. 7.29, column 2i
+# and 2i + 1) or all sines, then all cosines (tensor2tensor's and Marian's
+# table, the one their checkpoints were trained with).
+LAYOUTS = ("interleaved", "concatenated")
 
 
 def _check_even(value, name):
@@ -30,13 +34,22 @@ def _check_start_index(start_index):
 
 
 def sinusoidal_encoding(
-    length, dim, max_wavelength=10000, start_index=0, dtype="float32"
+    length,
+    dim,
+    max_wavelength=10000,
+    start_index=0,
+    dtype="float32",
+    layout="interleaved",
 ):
     """The table of sine and cosine position codes of Eq. (7.29).
 
-    Row `t` holds the code of position `start_index + t`; columns alternate
-    between a sine (even index `2i`) and a cosine (odd index `2i + 1`) of the
-    same angle `t / M^(2i / dim)`, with `M = max_wavelength`. Positions count
+    Row `t` holds the code of position `start_index + t`; with
+    `layout="interleaved"` columns alternate between a sine (even index
+    `2i`) and a cosine (odd index `2i + 1`) of the same angle
+    `t / M^(2i / dim)`, with `M = max_wavelength`; with
+    `layout="concatenated"` column `i` holds the sine and column
+    `dim / 2 + i` the cosine of that angle (the same code, its columns
+    permuted, as tensor2tensor and Marian lay it out). Positions count
     from 0 (the book counts from 1), so that position 0 is `[0, 1, 0, 1, ...]`
     and the code of the first token does not depend on the table's length.
 
@@ -50,6 +63,8 @@ def sinusoidal_encoding(
             wavelength `2 * pi * M`.
         start_index: int or scalar integer tensor, the first position.
         dtype: dtype of the returned table.
+        layout: `"interleaved"` (Eq. 7.29) or `"concatenated"` (all sines,
+            then all cosines).
 
     Returns:
         A (T, P) tensor.
@@ -64,6 +79,7 @@ def sinusoidal_encoding(
     """
     check_positive_int(dim, "dim")
     _check_even(dim, "dim")
+    check_choice(layout, "layout", LAYOUTS)
     if max_wavelength <= 0:
         raise ValueError(
             f"`max_wavelength` must be positive; received {max_wavelength}."
@@ -82,6 +98,9 @@ def sinusoidal_encoding(
     )  # (T,)
     positions = ops.cast(positions, "float32")
     angles = positions[:, None] * inverse_wavelengths[None, :]  # (T, P / 2)
+    if layout == "concatenated":
+        table = ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1)
+        return ops.cast(table, dtype)  # (T, P)
     # Interleave: column 2i is the sine, column 2i + 1 the cosine.
     table = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)
     table = ops.reshape(table, (-1, dim))  # (T, P / 2, 2) -> (T, P)
@@ -98,7 +117,9 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     width of the inputs (P = D) and is added to them, Eq. (7.30), as in the
     Transformer; with `mode="concat"` a P = `output_dim` wide code is
     appended to the features, as the book first introduces it. Positions
-    count from 0, plus `start_index`.
+    count from 0, plus `start_index`. `layout="concatenated"` puts all the
+    sines before all the cosines (`sinusoidal_encoding`), the table
+    Marian's checkpoints were trained with.
 
     The layer has no weights. Padding masks of the inputs pass through.
 
@@ -108,6 +129,8 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         output_dim: int, the width P of the appended code with
             `mode="concat"` (required, even). With `mode="add"` it must be
             `None` or the input width.
+        layout: `"interleaved"` (Eq. 7.29: column 2i a sine, 2i + 1 its
+            cosine) or `"concatenated"` (all sines, then all cosines).
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
 
     Call arguments:
@@ -132,7 +155,14 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         Vaswani et al., "Attention Is All You Need", 2017, Sec. 3.5.
     """
 
-    def __init__(self, max_wavelength=10000, mode="add", output_dim=None, **kwargs):
+    def __init__(
+        self,
+        max_wavelength=10000,
+        mode="add",
+        output_dim=None,
+        layout="interleaved",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if isinstance(max_wavelength, bool) or not max_wavelength > 0:
             raise ValueError(
@@ -140,6 +170,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
                 f"received {max_wavelength!r}."
             )
         check_choice(mode, "mode", MODES)
+        check_choice(layout, "layout", LAYOUTS)
         if mode == "concat" and output_dim is None:
             raise ValueError(
                 '`output_dim` is required with mode="concat": it is the '
@@ -151,6 +182,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         self.max_wavelength = max_wavelength
         self.mode = mode
         self.output_dim = output_dim
+        self.layout = layout
         self.supports_masking = True
 
     def _encoding_dim(self, input_dim):
@@ -194,6 +226,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
             max_wavelength=self.max_wavelength,
             start_index=start_index,
             dtype=self.compute_dtype,
+            layout=self.layout,
         )  # (T, P)
         inputs = ops.cast(inputs, self.compute_dtype)
         if self.mode == "add":
@@ -217,6 +250,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
                 "max_wavelength": self.max_wavelength,
                 "mode": self.mode,
                 "output_dim": self.output_dim,
+                "layout": self.layout,
             }
         )
         return config

@@ -19,9 +19,15 @@ from keras_seq.layers.learned_positional_embedding import (
     check_static_length,
 )
 from keras_seq.layers.sinusoidal_positional_encoding import (
+    LAYOUTS,
     SinusoidalPositionalEncoding,
 )
-from keras_seq.validation import check_choice, check_positive_int, clone_initializer
+from keras_seq.validation import (
+    check_bool,
+    check_choice,
+    check_positive_int,
+    clone_initializer,
+)
 
 POSITIONAL_KINDS = ("learned", "sinusoidal")
 
@@ -41,6 +47,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     term of Eq. 7.28) or the fixed sine and cosine code of Eq. (7.29), added
     as in Eq. (7.30).
 
+    Tied as an output layer (`reverse=True`) it may add a learned (V,) bias
+    to the logits (`output_bias=True`), as Marian's `final_logits_bias`.
+
     Token id 0 is padding: with `mask_zero=True` the layer emits a (B, T)
     boolean padding mask, True for real tokens, which Keras carries through
     the functional graph to the layers that follow.
@@ -58,6 +67,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             before adding positions, as in Vaswani et al., Sec. 3.4.
         max_wavelength: float, the base M of Eq. (7.29) for
             `positional="sinusoidal"`.
+        sinusoidal_layout: `"interleaved"` (Eq. 7.29) or `"concatenated"`
+            (all sines, then all cosines, as Marian's table), for
+            `positional="sinusoidal"`; see `sinusoidal_encoding`.
+        output_bias: bool, whether the tied output layer (`reverse=True`)
+            adds a learned (V,) bias, initialized to zeros.
         embeddings_initializer: initializer of the token table and of the
             learned position table.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`).
@@ -72,7 +86,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
 
     Returns:
         (B, T, D) embeddings in the layer's compute dtype, carrying a (B, T)
-        padding mask when `mask_zero=True`.
+        padding mask when `mask_zero=True`; with `reverse=True`, (B, T, V)
+        logits.
 
     Example:
     >>> layer = TokenAndPositionEmbedding(
@@ -97,6 +112,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         scale_embeddings=False,
         max_wavelength=10000,
         embeddings_initializer="uniform",
+        sinusoidal_layout="interleaved",
+        output_bias=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -104,6 +121,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         check_positive_int(max_length, "max_length")
         check_positive_int(embedding_dim, "embedding_dim")
         check_choice(positional, "positional", POSITIONAL_KINDS)
+        check_choice(sinusoidal_layout, "sinusoidal_layout", LAYOUTS)
+        check_bool(output_bias, "output_bias")
         if positional == "sinusoidal" and embedding_dim % 2:
             raise ValueError(
                 '`embedding_dim` must be even with positional="sinusoidal", '
@@ -122,6 +141,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         self.mask_zero = mask_zero
         self.scale_embeddings = scale_embeddings
         self.max_wavelength = max_wavelength
+        self.sinusoidal_layout = sinusoidal_layout
+        self.output_bias = output_bias
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.supports_masking = True
 
@@ -149,6 +170,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         # mask, which the logits do not need.
         self.token_embedding.supports_masking = True
         self.token_embedding.build(token_ids_shape)
+        self.logits_bias = None
+        if self.output_bias:
+            self.logits_bias = self.add_weight(
+                shape=(self.vocabulary_size,), initializer="zeros", name="logits_bias"
+            )
         embedded_shape = tuple(token_ids_shape) + (self.embedding_dim,)
         if self.positional == "learned":
             self.position_embedding = LearnedPositionalEmbedding(
@@ -161,6 +187,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             self.position_embedding = SinusoidalPositionalEncoding(
                 max_wavelength=self.max_wavelength,
                 mode="add",
+                layout=self.sinusoidal_layout,
                 dtype=self.dtype_policy,
                 name="position_embedding",
             )
@@ -177,7 +204,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if reverse:
             # The output layer tied to the token table (Press & Wolf, 2017):
             # (B, T, D) x (D, V) -> (B, T, V) logits.
-            return self.token_embedding(token_ids, reverse=True)
+            logits = self.token_embedding(token_ids, reverse=True)
+            if self.logits_bias is None:
+                return logits
+            return logits + ops.cast(self.logits_bias, logits.dtype)
         self._check_token_ids(token_ids, start_index)
         x = self.token_embedding(token_ids)  # (B, T, D)
         if self.scale_embeddings:
@@ -225,6 +255,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             max_length=self.max_length,
             position_table=self.position_table,
             refusal=refusal,
+            sinusoidal_layout=self.sinusoidal_layout,
+            output_bias=self.logits_bias,
         )
 
     def compute_output_shape(self, token_ids_shape):
@@ -241,6 +273,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 "mask_zero": self.mask_zero,
                 "scale_embeddings": self.scale_embeddings,
                 "max_wavelength": self.max_wavelength,
+                "sinusoidal_layout": self.sinusoidal_layout,
+                "output_bias": self.output_bias,
                 "embeddings_initializer": keras.initializers.serialize(
                     self.embeddings_initializer
                 ),

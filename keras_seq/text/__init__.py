@@ -6,7 +6,10 @@ starting with `RESERVED_TOKENS` (`[PAD]` is id 0). Tokenizers are keras-hub
 `model.fit`, with 0 as padding. Each text model's text goes in and out
 through one preprocessor on every path (training, in-process use, export):
 `TranslationPreprocessor`, `ClassificationPreprocessor`,
-`LanguageModelPreprocessor` and `MaskedLanguageModelPreprocessor`.
+`LanguageModelPreprocessor` and `MaskedLanguageModelPreprocessor`. A
+translator may tokenize with SentencePiece instead
+(`SentencePieceTokenizer`, `train_sentencepiece`), as a Marian checkpoint
+does.
 """
 
 import importlib
@@ -45,6 +48,9 @@ _LAZY = {
     "make_tokenizer": "tokenizers",
     "normalize_graph": "tokenizers",
     "tokenize_graph": "tokenizers",
+    "SentencePieceTokenizer": "sentencepiece_tokenizer",
+    "make_sentencepiece_tokenizer": "sentencepiece_tokenizer",
+    "train_sentencepiece": "sentencepiece_tokenizer",
 }
 
 
@@ -67,6 +73,7 @@ __all__ = [
     "LanguageModelPreprocessor",
     "MaskedLanguageModelPreprocessor",
     "Preprocessor",
+    "SentencePieceTokenizer",
     "TranslationPreprocessor",
     "TruncationWarning",
     "clean_up_spacing",
@@ -75,6 +82,7 @@ __all__ = [
     "detokenize_graph",
     "load_vocabulary",
     "make_classification_dataset",
+    "make_sentencepiece_tokenizer",
     "make_language_model_dataset",
     "make_masked_language_model_dataset",
     "make_tokenizer",
@@ -82,5 +90,6 @@ __all__ = [
     "normalize_graph",
     "save_vocabulary",
     "tokenize_graph",
+    "train_sentencepiece",
     "train_wordpiece_vocabulary",
 ]

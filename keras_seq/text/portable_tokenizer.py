@@ -25,8 +25,16 @@ The order matters: case folding after the split keeps a word such as `⑴`
 joins the tokens, glues suffix pieces and applies the spacing rules of
 `keras_seq.text.spacing`.
 
-This module imports only the standard library and `tokenizers`, so a
-CTranslate2 process can load it without the package's Keras-bound modules.
+A SentencePiece preprocessor (`"tokenizer": "sentencepiece"` in
+`preprocessor.json`) is reproduced by `SentencePiecePortableTokenizer` with
+the `sentencepiece` package: the same model files, the same language-code
+split, the same lookup into the vocabulary and the same `[END]` after a
+source; `PortableTokenizer.from_directory` returns one for such a
+directory.
+
+This module imports only the standard library and `tokenizers` (or
+`sentencepiece`), so a CTranslate2 process can load it without the
+package's Keras-bound modules.
 """
 
 import json
@@ -48,6 +56,12 @@ VOCABULARY_FILES = {
     "source": "source_vocabulary.txt",
     "target": "target_vocabulary.txt",
 }
+# SentencePiece's model files, by side, and its word-start marker.
+MODEL_FILES = {"source": "source.spm", "target": "target.spm"}
+WORD_BOUNDARY = "\u2581"
+# The reserved tokens (`keras_seq.text.vocabulary`), spelled out: this module
+# imports nothing of the package's Keras-bound ones.
+_RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]", "[MASK]")
 
 # The CJK ideograph blocks BERT splits on, as keras-hub lists them.
 _CJK = (
@@ -253,6 +267,8 @@ class PortableTokenizer:
             raise ValueError(f"`side` must be 'source' or 'target'; received {side!r}.")
         directory = os.fspath(directory)
         settings = _read_json(os.path.join(directory, SETTINGS_FILE))
+        if settings.get("tokenizer") == "sentencepiece":
+            return SentencePiecePortableTokenizer.from_directory(directory, side)
         tokens = _read_json(os.path.join(directory, TOKENS_FILE))
         boundaries = settings.get("bucket_boundaries") or []
         limit = boundaries[-1] if boundaries else settings.get("max_length")
@@ -356,3 +372,136 @@ def _read_json(path):
             f"{path} must hold a JSON object; found a {type(value).__name__}."
         )
     return value
+
+
+class SentencePiecePortableTokenizer:
+    """SentencePiece ids and text, as a SentencePiece preprocessor gives them.
+
+    Args:
+        proto: bytes, the serialized SentencePiece model.
+        vocabulary: the tokens, reserved tokens first; id = index.
+        language_code: bool, split a leading `>>xx<<` off as one piece.
+        end: bool, end each non-empty row with `[END]` (a source with
+            `source_end`); a cut row keeps it.
+        max_length: int or `None`, the longest id sequence `encode` returns.
+
+    Example:
+
+    >>> tokenizer = SentencePiecePortableTokenizer(proto, vocabulary)
+    >>> tokenizer.tokenize(["Hallo Welt"])
+    [[57, 212]]
+    """
+
+    def __init__(
+        self, proto, vocabulary, language_code=False, end=False, max_length=None
+    ):
+        import sentencepiece
+
+        vocabulary = _check_vocabulary(list(vocabulary), "`vocabulary`")
+        if tuple(vocabulary[: len(_RESERVED_TOKENS)]) != _RESERVED_TOKENS:
+            raise ValueError(f"`vocabulary` must start with {list(_RESERVED_TOKENS)}.")
+        self.vocabulary = vocabulary
+        self.language_code = bool(language_code)
+        self.end = bool(end)
+        self.max_length = max_length
+        self._processor = sentencepiece.SentencePieceProcessor(model_proto=proto)
+        reserved = len(_RESERVED_TOKENS)
+        # The reserved tokens are no pieces, as in the preprocessor's table.
+        self._index = {token: i for i, token in enumerate(vocabulary) if i >= reserved}
+        self._unknown_id = _RESERVED_TOKENS.index("[UNK]")
+        self._end_id = _RESERVED_TOKENS.index("[END]")
+        self._skipped_ids = frozenset(
+            _RESERVED_TOKENS.index(t) for t in ("[PAD]", "[UNK]", "[START]", "[MASK]")
+        )
+
+    @classmethod
+    def from_directory(cls, directory, side="source"):
+        """The tokenizer of one side of an export (or a run) directory:
+        `<side>.spm`, `<side>_vocabulary.txt` and `preprocessor.json`."""
+        directory = os.fspath(directory)
+        settings = _read_json(os.path.join(directory, SETTINGS_FILE))
+        path = os.path.join(directory, MODEL_FILES[side])
+        try:
+            with open(path, "rb") as file:
+                proto = file.read()
+        except OSError as error:
+            raise ValueError(f"SentencePiece model {path}: {error}") from None
+        boundaries = settings.get("bucket_boundaries") or []
+        return cls(
+            proto,
+            read_vocabulary(os.path.join(directory, VOCABULARY_FILES[side])),
+            language_code=settings.get("language_code", False),
+            end=side == "source" and settings.get("source_end", False),
+            max_length=boundaries[-1] if boundaries else settings.get("max_length"),
+        )
+
+    def pieces(self, text):
+        """A `str` (or UTF-8 `bytes`) -> its pieces."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a str; received {type(text).__name__}.")
+        code = []
+        if self.language_code and text.startswith(">>"):
+            end = text.find("<<")
+            if end != -1:
+                code, text = [text[: end + 2]], text[end + 2 :]
+        return code + self._processor.encode(text, out_type=str)
+
+    def tokenize(self, texts):
+        """A list of `str` -> a list of id lists, nothing cut."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("`texts` must be a list of str; received one string.")
+        rows = []
+        for text in texts:
+            row = [self._index.get(p, self._unknown_id) for p in self.pieces(text)]
+            rows.append(row + [self._end_id] if self.end and row else row)
+        return rows
+
+    def encode(self, texts):
+        """A list of `str` -> (id lists cut to `max_length`, which were cut)."""
+        rows = self.tokenize(texts)
+        limit = self.max_length
+        if limit is None:
+            return rows, [False] * len(rows)
+        cut = [len(row) > limit for row in rows]
+        if self.end:
+            rows = [
+                row[: limit - 1] + [self._end_id] if c else row
+                for row, c in zip(rows, cut)
+            ]
+        else:
+            rows = [row[:limit] for row in rows]
+        return rows, cut
+
+    def id_to_token(self, ids):
+        """Ids -> tokens."""
+        return [self.vocabulary[i] for i in ids]
+
+    def id_to_token_rows(self, rows):
+        """Rows of ids -> rows of tokens."""
+        return [self.id_to_token(row) for row in rows]
+
+    def detokenize(self, rows):
+        """Id rows -> `str`s: pieces up to `[END]`, the other reserved ids
+        left out, joined, `▁` -> space, stripped."""
+        texts = []
+        for row in rows:
+            pieces = []
+            for token_id in row:
+                token_id = int(token_id)
+                if not 0 <= token_id < len(self.vocabulary):
+                    raise ValueError(
+                        f"`rows` must hold ids in [0, {len(self.vocabulary)}); "
+                        f"received {token_id}."
+                    )
+                if token_id == self._end_id:
+                    break
+                if token_id not in self._skipped_ids:
+                    pieces.append(self.vocabulary[token_id])
+            texts.append(self.join(pieces))
+        return texts
+
+    def join(self, pieces):
+        """Pieces (no special ones) -> readable text."""
+        return "".join(pieces).replace(WORD_BOUNDARY, " ").strip()

@@ -8,6 +8,10 @@ settings:
     <dir>/vocabulary.txt        one vocabulary (classifier, language models)
     <dir>/preprocessor.json     max_length and the family's settings
 
+A SentencePiece tokenizer adds its model files (`source.spm`, `target.spm`
+for a translator) and `"tokenizer": "sentencepiece"` in
+`preprocessor.json`; without that field a directory is WordPiece's.
+
 The translator's preprocessor names its two vocabulary files itself. A
 directory written before `preprocessor.json` existed loads with the
 settings its caller reads from the model (`load`'s `defaults`).
@@ -44,7 +48,8 @@ SETTINGS_FILE = "preprocessor.json"
 
 
 def check_tokenizer(tokenizer, name):
-    """Refuses anything but a tokenizer of `make_tokenizer`."""
+    """Refuses anything but a tokenizer of `make_tokenizer` (or a
+    `SentencePieceTokenizer`)."""
     if not hasattr(tokenizer, "get_vocabulary"):
         raise TypeError(
             f"`{name}` must be a tokenizer of `keras_seq.text.make_tokenizer`; "
@@ -137,7 +142,14 @@ class Preprocessor:
             key: load_vocabulary(os.path.join(directory, name), expected_size=size)
             for (key, name), size in zip(cls.vocabulary_files.items(), sizes)
         }
-        return cls.from_config({**vocabularies, **settings})
+        models = cls.read_models(directory, settings)
+        return cls.from_config({**vocabularies, **models, **settings})
+
+    @classmethod
+    def read_models(cls, directory, settings):
+        """The tokenizer model files `settings` name, by config key (none
+        for WordPiece, whose vocabulary is its model)."""
+        return {}
 
     @classmethod
     def from_config(cls, config):

@@ -1,5 +1,10 @@
 """WordPiece tokenizers and detokenization back to readable text.
 
+(SentencePiece tokenizers, `keras_seq.text.sentencepiece_tokenizer`, plug
+into the same functions: `tokenize_graph` leaves their text to the model's
+own normalization, and detokenization joins their pieces as SentencePiece
+does instead of the WordPiece rules below.)
+
 `make_tokenizer` returns a `keras_hub.tokenizers.WordPieceTokenizer`, which
 runs inside `tf.data` pipelines. Turning ids back into text takes two steps:
 
@@ -150,7 +155,11 @@ def tokenize_graph(tokenizer, sentences):
     sentences = tf.strings.unicode_transcode(
         sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
-    ids = tokenizer(normalize_graph(sentences))
+    if not getattr(tokenizer, "normalizes_text", False):
+        # A SentencePiece model normalizes by its own rules, and must see
+        # the text its reference tokenizer sees.
+        sentences = normalize_graph(sentences)
+    ids = tokenizer(sentences)
     if not isinstance(ids, tf.RaggedTensor):
         # Called eagerly, keras-hub hands back Python lists; in a graph
         # (`tf.data`, `tf.function`, an export) always a ragged tensor.
@@ -188,7 +197,8 @@ def detokenize(tokenizer, ids):
     Returns:
         A list of B strings (or one string for a single row): the tokens up
         to the first `[END]`, without `[PAD]` and `[START]`, joined and
-        cleaned up as the module docstring describes.
+        cleaned up as the module docstring describes (a SentencePiece
+        tokenizer leaves out every reserved id and joins its own way).
 
     Raises:
         ValueError: for ids of another rank or of a float dtype, and for ids
@@ -201,6 +211,8 @@ def detokenize(tokenizer, ids):
     ['hi!']
     """
     vocabulary = tokenizer.get_vocabulary()
+    skipped = _skipped_ids(tokenizer)
+    join = getattr(tokenizer, "join_pieces", None)
     rows, single = _id_rows(ids)
     texts = []
     for row in rows:
@@ -213,9 +225,9 @@ def detokenize(tokenizer, ids):
                 )
             if token_id == END_ID:
                 break
-            if token_id not in (PAD_ID, START_ID):
+            if token_id not in skipped:
                 tokens.append(vocabulary[token_id])
-        texts.append(clean_up_spacing(" ".join(tokens)))
+        texts.append(join(tokens) if join else clean_up_spacing(" ".join(tokens)))
     return texts[0] if single else texts
 
 
@@ -260,12 +272,22 @@ def detokenize_graph(tokenizer, ids):
     ids = tf.where(in_range, tf.cast(ids, "int32"), UNK_ID)  # (B, T)
     # Positions from the first [END] on have a positive running count.
     ended = tf.cumsum(tf.cast(ids == END_ID, "int32"), axis=1) > 0  # (B, T)
-    keep = ~ended & (ids != PAD_ID) & (ids != START_ID)  # (B, T)
+    keep = ~ended  # (B, T)
+    for skipped in _skipped_ids(tokenizer):
+        keep &= ids != skipped
     tokens = tf.gather(tf.constant(vocabulary), tf.ragged.boolean_mask(ids, keep))
+    if hasattr(tokenizer, "join_pieces_graph"):
+        text = tokenizer.join_pieces_graph(tokens)  # (B,)
+        return text[0] if single else text
     text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")  # (B,)
     for pattern, rewrite in _RE2_RULES:
         text = tf.strings.regex_replace(text, pattern, rewrite)
     return text[0] if single else text
+
+
+def _skipped_ids(tokenizer):
+    """The ids detokenization leaves out: `[PAD]` and `[START]` by default."""
+    return tuple(getattr(tokenizer, "skipped_ids", (PAD_ID, START_ID)))
 
 
 def _id_rows(ids):

@@ -23,11 +23,23 @@ compiled model meets at decoding the few shapes it met in training.
     <dir>/source_vocabulary.txt   the vocabularies (the same tokens twice
     <dir>/target_vocabulary.txt   when shared), one token per line
     <dir>/preprocessor.json       max_length, bucket lengths, lowercasing
+    <dir>/source.spm              SentencePiece only: the two models (the
+    <dir>/target.spm              same bytes twice when one serves both)
 
 `save` writes these files and `load` reads them; a directory written before
 `preprocessor.json` existed loads with the model's `max_length` and the
-default buckets.
+default buckets, and one whose `preprocessor.json` names no `"tokenizer"`
+is WordPiece's.
+
+With `source_end` every source that has a token ends in `[END]`, as
+Marian's tokenizer ends each source with `</s>`; a source cut to
+`length_limit` keeps it (its first `length_limit - 1` tokens, then
+`[END]`: `MarianTokenizer(truncation=True, max_length=length_limit)`). A
+blank source stays without tokens, so every path still answers it with an
+empty string.
 """
+
+import os
 
 import keras_hub
 import numpy as np
@@ -47,6 +59,13 @@ from keras_seq.text.preprocessor import (  # SETTINGS_FILE: read by run dirs.
     check_tokenizer,
     warn_cut,
 )
+from keras_seq.text.sentencepiece_tokenizer import (
+    MODEL_FILES,
+    SentencePieceTokenizer,
+    read_model,
+    write_model,
+)
+from keras_seq.text.sentencepiece_tokenizer import NAME as SENTENCEPIECE
 from keras_seq.text.tokenizers import (
     detokenize,
     detokenize_graph,
@@ -115,6 +134,11 @@ class TranslationPreprocessor(Preprocessor):
         bucket_boundaries: increasing ints, the lengths batches are padded
             to (`max_length` is added when missing). Defaults to
             `default_bucket_boundaries(max_length or UNBOUNDED_LENGTH)`.
+        source_end: bool, end every source with `[END]` (see the module
+            docstring); a Marian model reads its sources so.
+
+    Tokenizers are of `make_tokenizer` (WordPiece) or both
+    `SentencePieceTokenizer`s (`make_sentencepiece_tokenizer`).
 
     Example:
 
@@ -138,10 +162,17 @@ class TranslationPreprocessor(Preprocessor):
         target_tokenizer=None,
         max_length=None,
         bucket_boundaries=None,
+        source_end=False,
     ):
         target_tokenizer = target_tokenizer or source_tokenizer
         check_tokenizer(source_tokenizer, "source_tokenizer")
         check_tokenizer(target_tokenizer, "target_tokenizer")
+        kinds = [_kind(t) for t in (source_tokenizer, target_tokenizer)]
+        if kinds[0] != kinds[1]:
+            raise ValueError(
+                "`source_tokenizer` and `target_tokenizer` must be of one kind; "
+                f"received {kinds[0]} and {kinds[1]}."
+            )
         normalization = [
             (t.lowercase, t.strip_accents) for t in (source_tokenizer, target_tokenizer)
         ]
@@ -155,6 +186,7 @@ class TranslationPreprocessor(Preprocessor):
             max_length = _check_size(max_length, "max_length", minimum=2)
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
+        self.source_end = bool(source_end)
         self.max_length = max_length
         self.bucket_boundaries = _check_boundaries(bucket_boundaries, max_length)
         # Traced once: eagerly, keras-hub tokenizes on a slower Python path.
@@ -179,9 +211,25 @@ class TranslationPreprocessor(Preprocessor):
         """(B,) `tf.string` -> ragged (B, None) int32 source ids, nothing cut.
 
         TensorFlow ops only: the one tokenization of every path (the
-        pipeline, Python decoding and the exported graph).
+        pipeline, Python decoding and the exported graph). With
+        `source_end`, each row that has a token ends in `[END]`.
         """
-        return tokenize_graph(self.source_tokenizer, sentences)
+        ids = tokenize_graph(self.source_tokenizer, sentences)
+        return _append_end(ids) if self.source_end else ids
+
+    def _cut_source(self, ids):
+        """Ragged (B, None) source ids cut to `length_limit`; with
+        `source_end` a cut row ends in `[END]` again."""
+        limit = self.length_limit
+        cut = ids[:, :limit]
+        if not self.source_end:
+            return cut
+        over = ids.row_lengths() > limit  # (B,)
+        last = tf.boolean_mask(cut.row_limits() - 1, over)[:, tf.newaxis]
+        values = tf.tensor_scatter_nd_update(
+            cut.flat_values, last, tf.fill([tf.shape(last)[0]], END_ID)
+        )
+        return cut.with_flat_values(values)
 
     def tokenize_target(self, sentences):
         """(B,) `tf.string` -> ragged (B, None) int32 target ids, nothing cut."""
@@ -193,7 +241,7 @@ class TranslationPreprocessor(Preprocessor):
         W is the smallest bucket length that holds the longest row (and at
         least the first bucket, so a batch of blank sentences has a shape).
         """
-        ids = ids[:, : self.length_limit]
+        ids = self._cut_source(ids)
         longest = tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0))
         boundaries = tf.constant(self.bucket_boundaries, "int64")
         width = tf.gather(boundaries, tf.searchsorted(boundaries, [longest]))[0]
@@ -273,6 +321,7 @@ class TranslationPreprocessor(Preprocessor):
         training=False,
         epoch=None,
         token_dropout=0.0,
+        subword_sampling=0.0,
     ):
         """Batches of (source, target) pairs for teacher forcing (Sec. 7.5).
 
@@ -309,6 +358,12 @@ class TranslationPreprocessor(Preprocessor):
             token_dropout: float in [0, 1), word dropout: the share of
                 source and decoder-input tokens replaced by `[UNK]` in each
                 batch, drawn anew every pass (labels are kept).
+            subword_sampling: float in [0, 1), SentencePiece only: each
+                batch's pairs are cut into pieces anew with this `alpha`
+                (`SentencePieceTokenizer.sampling`), for training; a pair
+                whose sampled pieces do not fit its batch's length keeps the
+                best segmentation, so the batches keep their shapes and
+                number. 0 keeps the best segmentation throughout.
 
         Returns:
             A `tf.data.Dataset` of `(features, labels)`: `features` a dict
@@ -327,7 +382,16 @@ class TranslationPreprocessor(Preprocessor):
             batch_tokens = _check_size(batch_tokens, "batch_tokens")
             batch_sizes = [max(1, batch_tokens // length) for length in lengths]
 
-        source_lengths, source_ids = tokenize_all(sources, self.tokenize_source, limit)
+        if self.source_end:
+            source_lengths, source_ids = tokenize_all(
+                sources,
+                self.tokenize_source,
+                pack=lambda ids: self._cut_source(ids).to_tensor(PAD_ID),
+            )
+        else:
+            source_lengths, source_ids = tokenize_all(
+                sources, self.tokenize_source, limit
+            )
         # StartEndPacker trims to leave room for [START] and [END], so a long
         # target keeps its [END]; it pads to one fixed length, and
         # `tokenize_all` drops that padding so that bucketing sees each
@@ -344,11 +408,22 @@ class TranslationPreprocessor(Preprocessor):
         truncated = (source_lengths > limit) | (target_lengths > limit - 1)
         warn_truncated(truncated, "sentence pairs", limit)
 
-        def split_target(source, target):
+        check_rate(subword_sampling, "subword_sampling")
+        if subword_sampling and self.tokenizer_kind != SENTENCEPIECE:
+            raise ValueError(
+                "`subword_sampling` needs SentencePiece tokenizers; received "
+                f"{subword_sampling} with {self.tokenizer_kind}."
+            )
+
+        def split_target(source, target, index):
             features = {"encoder_token_ids": source, "decoder_token_ids": target[:-1]}
+            if subword_sampling:
+                features["pair_index"] = index
             return features, target[1:]
 
-        dataset = ordered_slices((source_ids, target_ids), shuffle, seed, epoch)
+        indices = np.arange(len(sources), dtype="int64")
+        slices = (source_ids, target_ids, indices)
+        dataset = ordered_slices(slices, shuffle, seed, epoch)
         dataset = map_without_autograph(dataset, split_target)
         longer_sides = np.maximum(
             np.minimum(source_lengths, limit),
@@ -363,11 +438,61 @@ class TranslationPreprocessor(Preprocessor):
             )
             batch_sizes = [max(1, min(b, c)) for b, c in zip(batch_sizes, counts)]
         dataset = _bucket(dataset, longer_sides, lengths, batch_sizes, training)
+        if subword_sampling:
+            resample = self._resampler(sources, targets, subword_sampling)
+            dataset = map_without_autograph(dataset, resample)
         if token_dropout:
             dataset = _drop_tokens(dataset, token_dropout, seed)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
+    def _resampler(self, sources, targets, alpha):
+        """A batch map: each pair cut into sampled pieces, where they fit.
+
+        Subword regularization (Kudo, 2018) samples after bucketing, so
+        each batch keeps the shape (W) its bucket gave it: a pair whose
+        sampled source is longer than W, or target longer than W - 1 (room
+        for `[START]`/`[END]`), keeps its best segmentation.
+        """
+        sample_source = self.source_tokenizer.sampling(alpha)
+        sample_target = self.target_tokenizer.sampling(alpha)
+        sources = tf.constant(sources, tf.string)
+        targets = tf.constant(targets, tf.string)
+
+        def resample(features, labels):
+            features = dict(features)
+            index = features.pop("pair_index")  # (B,)
+            width = tf.shape(labels, out_type="int64")[1]
+            source = sample_source(tf.gather(sources, index))
+            if self.source_end:
+                source = _append_end(source)
+            target = sample_target(tf.gather(targets, index))
+            fits = (source.row_lengths() <= width) & (
+                target.row_lengths() + 1 <= width
+            )  # (B,)
+            rows = tf.fill([target.nrows(), 1], START_ID)
+            ends = tf.fill([target.nrows(), 1], END_ID)
+            shape = tf.stack([target.nrows(), width])
+            sampled = {
+                "encoder_token_ids": source.to_tensor(PAD_ID, shape=shape),
+                "decoder_token_ids": tf.concat([rows, target], 1).to_tensor(
+                    PAD_ID, shape=shape
+                ),
+            }
+            sampled_labels = tf.concat([target, ends], 1).to_tensor(PAD_ID, shape=shape)
+            keep = fits[:, tf.newaxis]  # (B, 1)
+            features = {
+                key: tf.where(keep, sampled[key], features[key]) for key in sampled
+            }
+            return features, tf.where(keep, sampled_labels, labels)
+
+        return resample
+
     # Configuration and files (`Preprocessor.save`, `load`, `get_config`).
+
+    @property
+    def tokenizer_kind(self):
+        """`"wordpiece"` or `"sentencepiece"`."""
+        return _kind(self.source_tokenizer)
 
     def vocabularies(self):
         return {
@@ -378,25 +503,60 @@ class TranslationPreprocessor(Preprocessor):
     def get_config(self):
         """The vocabularies and settings; `from_config` rebuilds the object.
 
-        `target_vocabulary` is `None` when both sides share one.
+        `target_vocabulary` is `None` when both sides share one; a
+        SentencePiece preprocessor adds its models (bytes) as
+        `source_model` and `target_model`.
         """
         config = super().get_config()
         if config["target_vocabulary"] == config["source_vocabulary"]:
             config["target_vocabulary"] = None
+        if self.tokenizer_kind == SENTENCEPIECE:
+            config["source_model"] = self.source_tokenizer.proto
+            config["target_model"] = self.target_tokenizer.proto
         return config
 
     def settings(self):
-        return {
+        settings = {
             "max_length": self.max_length,
             "bucket_boundaries": list(self.bucket_boundaries),
             "lowercase": bool(self.source_tokenizer.lowercase),
             "strip_accents": bool(self.source_tokenizer.strip_accents),
+        }
+        if self.tokenizer_kind == SENTENCEPIECE:
+            settings["tokenizer"] = SENTENCEPIECE
+            settings["language_code"] = self.source_tokenizer.language_code
+        if self.source_end:
+            settings["source_end"] = True
+        return settings
+
+    def save(self, directory):
+        """Writes the vocabularies, `preprocessor.json` and, for
+        SentencePiece, `source.spm` and `target.spm` into `directory`."""
+        super().save(directory)
+        if self.tokenizer_kind == SENTENCEPIECE:
+            for side, name in MODEL_FILES.items():
+                proto = getattr(self, f"{side}_tokenizer").proto
+                write_model(proto, os.path.join(os.fspath(directory), name))
+
+    @classmethod
+    def read_models(cls, directory, settings):
+        if settings.get("tokenizer", "wordpiece") != SENTENCEPIECE:
+            return {}
+        return {
+            f"{side}_model": read_model(os.path.join(os.fspath(directory), name))
+            for side, name in MODEL_FILES.items()
         }
 
     @classmethod
     def from_config(cls, config):
         """The preprocessor of `get_config()` (or of `load`'s files)."""
         config = dict(config)
+        kind = config.pop("tokenizer", "wordpiece")
+        if kind not in ("wordpiece", SENTENCEPIECE):
+            raise ValueError(
+                "`tokenizer` must be 'wordpiece' or 'sentencepiece'; received "
+                f"{kind!r}."
+            )
         # Files written before the setting existed lowercased.
         options = {
             "lowercase": config.pop("lowercase", True),
@@ -405,6 +565,14 @@ class TranslationPreprocessor(Preprocessor):
         source = config.pop("source_vocabulary")
         target = config.pop("target_vocabulary", None)
         shared = target is None or list(target) == list(source)
+        if kind == SENTENCEPIECE:
+            code = config.pop("language_code", False)
+            models = config.pop("source_model"), config.pop("target_model")
+            source = SentencePieceTokenizer(models[0], source, code)
+            target = SentencePieceTokenizer(
+                models[1], source.get_vocabulary() if shared else target, code
+            )
+            return cls(source, target, **config)
         source = make_tokenizer(source, **options)
         target = source if shared else make_tokenizer(target, **options)
         return cls(source, target, **config)
@@ -440,6 +608,19 @@ def make_translation_dataset(
         source_tokenizer, target_tokenizer, max_length, bucket_boundaries
     )
     return preprocessor.dataset(pairs, **options)
+
+
+def _kind(tokenizer):
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        return SENTENCEPIECE
+    return "wordpiece"
+
+
+def _append_end(ids):
+    """Ragged (B, None) ids -> the same with `[END]` after each non-empty row."""
+    ends = tf.fill([ids.nrows(), 1], END_ID)  # (B, 1)
+    ends = tf.ragged.boolean_mask(ends, (ids.row_lengths() > 0)[:, tf.newaxis])
+    return tf.concat([ids, tf.cast(ends, ids.dtype)], axis=1)
 
 
 def _check_pairs(pairs):

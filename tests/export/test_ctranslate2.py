@@ -148,6 +148,45 @@ def test_teacher_forced_log_probs_equal(
     np.testing.assert_allclose(got, want, atol=2e-4)
 
 
+NEW_OPTIONS = {
+    "swish, concatenated sines": {
+        "activation": "swish",
+        "sinusoidal_layout": "concatenated",
+    },
+    "gelu, tied output with logits bias": {
+        "activation": "gelu",
+        "tie_output_embedding": True,
+        "logits_bias": True,
+    },
+    "tied, logits bias, unscaled": {
+        "tie_embeddings": True,
+        "logits_bias": True,
+        "scale_embeddings": False,
+    },
+    "no logits bias": {"logits_bias": False},
+    "decoder start id": {"decoder_start_token_id": 7},
+}
+
+
+@pytest.mark.parametrize("name", NEW_OPTIONS, ids=NEW_OPTIONS.keys())
+def test_new_options_teacher_forced_log_probs_equal(preprocessor_dir, tmp_path, name):
+    model = _build(seed=2, **NEW_OPTIONS[name])
+    export_ctranslate2(model, preprocessor_dir, tmp_path / "ct2")
+    targets = np.array([[5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16]])
+    start = np.full((3, 1), model.default_start_token_id)
+    decoder = np.concatenate([start, targets], 1).astype("int32")
+    logits = keras.ops.convert_to_numpy(
+        model({"encoder_token_ids": SOURCES[:3], "decoder_token_ids": decoder})
+    ).astype("float64")
+    log_probs = logits - np.log(np.sum(np.exp(logits), -1, keepdims=True))
+    labels = np.concatenate([targets, np.full((3, 1), END_ID)], 1)
+    want = np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    translator = ctranslate2.Translator(str(tmp_path / "ct2"))
+    results = translator.score_batch(_tokens(SOURCES[:3]), _tokens(targets))
+    got = np.array([result.log_probs for result in results])
+    np.testing.assert_allclose(got, want, atol=2e-4)
+
+
 def test_greedy_ids_equal_generate(exported):
     model, out = exported
     want = keras.ops.convert_to_numpy(model.generate(SOURCES, strategy="greedy"))

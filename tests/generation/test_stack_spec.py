@@ -33,6 +33,19 @@ OPTIONS = {
     "narrow heads": {"key_dim": 4, "value_dim": 4},
     "value_dim != key_dim": UNEQUAL_HEADS,
     "values narrower": {"key_dim": 6, "value_dim": 3},
+    "gelu": {"activation": "gelu"},
+    "swish": {"activation": "swish"},
+    "concatenated sines": {"sinusoidal_layout": "concatenated"},
+    "tied output": {"tie_output_embedding": True},
+    "tied output, logits bias": {"tie_output_embedding": True, "logits_bias": True},
+    "tied embeddings, logits bias": {"tie_embeddings": True, "logits_bias": True},
+    "no logits bias": {"logits_bias": False},
+    "Marian's": {
+        "activation": "swish",
+        "sinusoidal_layout": "concatenated",
+        "tie_output_embedding": True,
+        "logits_bias": True,
+    },
 }
 REFUSED = {"value_dim != key_dim", "values narrower"}
 
@@ -56,6 +69,8 @@ def _spread(model, seed=3):
             scale = 1.0
         elif path.endswith("position_embedding/embeddings"):
             scale = 0.5
+        elif path.endswith("logits_bias"):
+            scale = 1.0
         elif path.endswith("kernel"):
             scale = 1.0 / np.sqrt(shape[0])
         else:

@@ -168,3 +168,52 @@ def test_helper_refuses_odd_dim_and_negative_start():
         sinusoidal_encoding(length=3, dim=5)
     with pytest.raises(ValueError, match="`start_index`"):
         sinusoidal_encoding(length=3, dim=4, start_index=-1)
+
+
+# The concatenated layout (tensor2tensor's and Marian's table).
+
+
+def marian_table(length, dim):
+    """transformers' `MarianSinusoidalPositionalEmbedding.create_weight`,
+    written out in float64: sines of the even-j angles in the first half,
+    cosines of the odd-j angles (the same frequencies) in the second."""
+    angles = np.array(
+        [
+            [t / np.power(10000, 2 * (j // 2) / dim) for j in range(dim)]
+            for t in range(length)
+        ]
+    )
+    return np.concatenate([np.sin(angles[:, 0::2]), np.cos(angles[:, 1::2])], axis=1)
+
+
+def test_concatenated_layout_is_marians_table():
+    table = sinusoidal_encoding(64, 16, layout="concatenated")
+    assert_all_close(table, marian_table(64, 16), atol=2e-5)
+
+
+def test_concatenated_layout_permutes_the_interleaved_columns():
+    dim = 8
+    interleaved = ops.convert_to_numpy(sinusoidal_encoding(7, dim, start_index=3))
+    concatenated = ops.convert_to_numpy(
+        sinusoidal_encoding(7, dim, start_index=3, layout="concatenated")
+    )
+    order = list(range(0, dim, 2)) + list(range(1, dim, 2))
+    np.testing.assert_array_equal(concatenated, interleaved[:, order])
+
+
+def test_layer_takes_the_layout_and_round_trips_it():
+    layer = SinusoidalPositionalEncoding(layout="concatenated")
+    restored = SinusoidalPositionalEncoding.from_config(layer.get_config())
+    assert restored.layout == "concatenated"
+    x = np.zeros((1, 5, 6), "float32")
+    assert_all_close(restored(x)[0], marian_table(5, 6), atol=1e-6)
+    step = decode_step_by_step(layer, np.ones((2, 5, 6), "float32"))
+    assert_all_close(step, layer(np.ones((2, 5, 6), "float32")), atol=1e-6)
+
+
+def test_unknown_layout_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"^`layout` must be one of .*'sines'") as e:
+        SinusoidalPositionalEncoding(layout="sines")
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="`layout`"):
+        sinusoidal_encoding(4, 4, layout="sines")

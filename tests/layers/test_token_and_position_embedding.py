@@ -198,3 +198,61 @@ def test_symbolic_inputs_are_checked_too():
         layer(keras.Input((3, 1), dtype="int32"))
     with pytest.raises(ValueError, match=r"max_length=6.*needs 7 positions"):
         layer(keras.Input((3,), dtype="int32"), start_index=4)
+
+
+def test_sinusoidal_layout_and_output_bias_round_trip_the_config():
+    layer = built_layer(
+        "sinusoidal", sinusoidal_layout="concatenated", output_bias=True
+    )
+    config = layer.get_config()
+    assert config["sinusoidal_layout"] == "concatenated"
+    assert config["output_bias"] is True
+    restored = TokenAndPositionEmbedding.from_config(config)
+    restored.build((None, None))
+    restored.set_weights(layer.get_weights())
+    assert_all_close(restored(IDS), layer(IDS))
+    hidden = np.random.default_rng(1).normal(size=(2, 3, DIM)).astype("float32")
+    assert_all_close(restored(hidden, reverse=True), layer(hidden, reverse=True))
+
+
+def test_concatenated_layout_adds_all_sines_then_all_cosines():
+    layer = built_layer("sinusoidal", sinusoidal_layout="concatenated")
+    table = ops.convert_to_numpy(layer.token_embedding.embeddings)
+    code = ops.convert_to_numpy(
+        sinusoidal_encoding(IDS.shape[1], DIM, layout="concatenated")
+    )
+    assert_all_close(layer(IDS), table[IDS] + code[None], atol=1e-6)
+    interleaved = ops.convert_to_numpy(sinusoidal_encoding(IDS.shape[1], DIM))
+    np.testing.assert_allclose(code, interleaved[:, [0, 2, 1, 3]], atol=1e-7)
+    spec = layer.spec()
+    assert spec.sinusoidal_layout == "concatenated"
+    assert_all_close(spec.position_table()[: IDS.shape[1]], code, atol=1e-6)
+
+
+def test_output_bias_is_added_to_the_tied_logits_only():
+    layer = built_layer(output_bias=True)
+    bias = np.arange(VOCABULARY_SIZE, dtype="float32") / 10
+    layer.logits_bias.assign(bias)
+    table = ops.convert_to_numpy(layer.token_embedding.embeddings)
+    hidden = np.random.default_rng(2).normal(size=(2, 3, DIM)).astype("float32")
+    assert_all_close(layer(hidden, reverse=True), hidden @ table.T + bias, atol=1e-5)
+    # The embedding side is unchanged by the bias.
+    positions = positions_of(layer, 0, IDS.shape[1])
+    assert_all_close(layer(IDS), table[IDS] + positions[None], atol=1e-6)
+    plain = built_layer()
+    assert layer.spec().output_bias is layer.logits_bias
+    assert plain.spec().output_bias is None
+    assert len(layer.trainable_weights) == len(plain.trainable_weights) + 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        ({"sinusoidal_layout": "sines"}, "sinusoidal_layout"),
+        ({"output_bias": 1}, "output_bias"),
+    ],
+)
+def test_new_options_are_refused_in_one_line(kwargs, argument):
+    with pytest.raises(ValueError, match=f"^`{argument}` must be") as e:
+        TokenAndPositionEmbedding(VOCABULARY_SIZE, MAX_LENGTH, DIM, **kwargs)
+    assert "\n" not in str(e.value)

@@ -249,3 +249,167 @@ def test_translators_never_write_padding_start_or_mask(builder):
     model.unsamplable_token_ids = ()
     free = model.generate(source, max_new_tokens=6, end_token_id=None)
     assert np.isin(keras.ops.convert_to_numpy(free), [0, 2, 4]).all()
+
+
+# Builder options a pretrained checkpoint needs (each useful on its own).
+
+OPTIONS = {
+    "gelu": {"activation": "gelu"},
+    "swish": {"activation": "swish"},
+    "silu": {"activation": "silu"},
+    "concatenated sines": {"sinusoidal_layout": "concatenated"},
+    "tied output, separate tables": {
+        "tie_output_embedding": True,
+        "source_vocabulary_size": 37,
+    },
+    "tied output with logits bias": {
+        "tie_output_embedding": True,
+        "logits_bias": True,
+        "source_vocabulary_size": 37,
+    },
+    "tied embeddings with logits bias": {"tie_embeddings": True, "logits_bias": True},
+    "no logits bias": {"logits_bias": False},
+    "decoder start id": {"decoder_start_token_id": 7},
+    "Marian's": {
+        "activation": "swish",
+        "sinusoidal_layout": "concatenated",
+        "tie_output_embedding": True,
+        "logits_bias": True,
+        "scale_embeddings": True,
+        "decoder_start_token_id": 2,
+    },
+}
+
+
+def _spread_model(**overrides):
+    """An untrained tiny translator with unit token tables and non-zero
+    logits biases, so that its positions and steps differ."""
+    keras.utils.set_random_seed(5)
+    config = {"source_vocabulary_size": 41, "target_vocabulary_size": 41}
+    config.update(overrides)
+    model = zoo.build_translator("tiny", **config)
+    rng = np.random.default_rng(6)
+    for variable in model.weights:
+        if variable.path.endswith(("token_embedding/embeddings", "logits_bias")):
+            variable.assign(rng.normal(size=variable.shape).astype("float32"))
+        elif variable.path.endswith("logits/bias"):
+            variable.assign(rng.normal(size=variable.shape).astype("float32"))
+    return model
+
+
+def _inputs(model):
+    rng = np.random.default_rng(7)
+    source = rng.integers(5, model.source_vocabulary_size, (2, 6)).astype("int32")
+    source[1, 4:] = 0
+    target = rng.integers(5, model.target_vocabulary_size, (2, 5)).astype("int32")
+    target[:, 0] = model.default_start_token_id
+    return {"encoder_token_ids": source, "decoder_token_ids": target}
+
+
+@pytest.mark.parametrize("name", OPTIONS, ids=OPTIONS.keys())
+def test_options_round_trip_config_and_keras_file(name):
+    model = _spread_model(**OPTIONS[name])
+    config = model.get_config()
+    for key, value in OPTIONS[name].items():
+        assert config[key] == value
+    restored = zoo.Translator.from_config(config)
+    restored.set_weights(model.get_weights())
+    inputs = _inputs(model)
+    assert_all_close(restored(inputs), model(inputs), atol=1e-6)
+    from keras_seq.testing import run_model_saving_test
+
+    loaded = run_model_saving_test(model, inputs)
+    assert loaded.get_config() == config
+
+
+@pytest.mark.parametrize("name", OPTIONS, ids=OPTIONS.keys())
+def test_options_cached_steps_equal_the_full_pass(name):
+    model = _spread_model(**OPTIONS[name])
+    inputs = _inputs(model)
+    full = keras.ops.convert_to_numpy(model(inputs))
+    target = inputs["decoder_token_ids"]
+    steps = target.shape[1]
+    start = model.default_start_token_id
+    previous, context, cache = model.start_decoding(
+        inputs["encoder_token_ids"], steps, start
+    )
+    np.testing.assert_array_equal(previous, target[:, :1])
+    for t in range(steps):
+        logits, cache = model.decoding_step(target[:, t : t + 1], t, context, cache)
+        assert_all_close(logits, full[:, t], atol=1e-5)
+    assert np.ptp(full) > 1.0  # Not degenerate.
+
+
+def test_default_start_token_id():
+    assert zoo.build_translator("tiny").default_start_token_id == START
+    assert _spread_model(decoder_start_token_id=7).default_start_token_id == 7
+
+
+def _dense_weights(model):
+    return {v.path for v in model.weights if v.path.startswith("logits/")}
+
+
+def test_tied_output_reads_the_target_table_and_its_bias():
+    model = _spread_model(**OPTIONS["tied output with logits bias"])
+    assert model.source_embedding is not model.target_embedding
+    assert model.output_dense is None and not _dense_weights(model)
+    assert model.decoder_stack().output_dense is None
+    embedding = model.target_embedding
+    table = keras.ops.convert_to_numpy(embedding.token_embedding.embeddings)
+    bias = keras.ops.convert_to_numpy(embedding.logits_bias)
+    assert np.abs(bias).max() > 0.1
+    hidden = np.random.default_rng(0).normal(size=(2, 3, model.model_dim))
+    hidden = hidden.astype("float32")
+    assert_all_close(model._logits(hidden), hidden @ table.T + bias, atol=1e-5)
+    source_table = model.source_embedding.token_embedding.embeddings
+    assert tuple(source_table.shape) == (37, model.model_dim)
+    assert model.source_embedding.logits_bias is None
+    # Without `logits_bias`, a tied output has no bias (as before).
+    plain = _spread_model(tie_output_embedding=True, source_vocabulary_size=37)
+    assert plain.target_embedding.logits_bias is None
+    assert plain.count_params() == model.count_params() - 41
+
+
+def test_logits_bias_false_drops_the_dense_bias():
+    assert _dense_weights(_spread_model()) == {"logits/kernel", "logits/bias"}
+    assert _dense_weights(_spread_model(logits_bias=False)) == {"logits/kernel"}
+
+
+@pytest.mark.parametrize("activation", ["gelu", "swish", "silu"])
+def test_activation_reaches_every_block(activation):
+    model = _spread_model(activation=activation)
+    blocks = model.encoder_blocks + model.decoder_blocks
+    expected = keras.activations.get(activation)
+    for block in blocks:
+        assert block.spec().feed_forward.activation is expected
+    relu = _spread_model()
+    relu.set_weights(model.get_weights())
+    inputs = _inputs(model)
+    assert np.abs(np.asarray(relu(inputs)) - np.asarray(model(inputs))).max() > 1e-3
+
+
+def test_scale_embeddings_scales_tokens_before_adding_positions():
+    model = _spread_model(scale_embeddings=True, sinusoidal_layout="concatenated")
+    embedding = model.source_embedding
+    ids = _inputs(model)["encoder_token_ids"][:1, :4]
+    table = keras.ops.convert_to_numpy(embedding.token_embedding.embeddings)
+    positions = keras.ops.convert_to_numpy(embedding.position_table())[:4]
+    expected = table[ids] * np.sqrt(model.model_dim) + positions[None]
+    assert_all_close(embedding(ids), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "overrides, pattern",
+    [
+        ({"activation": "tanh"}, r"`activation` must be one of .*'tanh'"),
+        ({"sinusoidal_layout": "sines"}, r"`sinusoidal_layout` must be one of"),
+        ({"tie_output_embedding": "yes"}, r"`tie_output_embedding` must be True"),
+        ({"logits_bias": 1}, r"`logits_bias` must be True or False"),
+        ({"decoder_start_token_id": 0}, r"`decoder_start_token_id` must not be"),
+        ({"decoder_start_token_id": 99}, r"`decoder_start_token_id` must be an int"),
+    ],
+)
+def test_bad_options_are_refused_in_one_line(overrides, pattern):
+    with pytest.raises(ValueError, match=pattern) as error:
+        zoo.build_translator("tiny", vocabulary_size=41, **overrides)
+    assert "\n" not in str(error.value)

@@ -25,6 +25,7 @@ from zoo.cli import (
     evaluate,
     export,
     generate,
+    import_command,
     presets,
     serve,
     train,
@@ -60,14 +61,20 @@ COMMANDS = (
     classify,
     generate,
     export,
+    import_command,
     presets,
     serve,
 )
 
 
+def command_name(module):
+    """The command a module of `COMMANDS` runs: its `COMMAND`, or its name."""
+    return getattr(module, "COMMAND", module.__name__.rsplit(".", 1)[-1])
+
+
 def command_module(name):
     """The module of `COMMANDS` that runs `keras-seq NAME`."""
-    (module,) = [m for m in COMMANDS if m.__name__.rsplit(".", 1)[-1] == name]
+    (module,) = [m for m in COMMANDS if command_name(m) == name]
     return module
 
 

@@ -127,6 +127,16 @@ def _add_translator_arguments(parser):
         ),
     )
     parser.add_argument(
+        "--init-from",
+        default=None,
+        metavar="RUN",
+        help=(
+            "translators: start from the finished run RUN (trained, or written "
+            "by `keras-seq import`), keeping its model, vocabularies and "
+            "tokenizer; no vocabulary is learned (see docs/pretrained.md)"
+        ),
+    )
+    parser.add_argument(
         "--lowercase",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -136,6 +146,35 @@ def _add_translator_arguments(parser):
             settings.TranslatorSettings.lowercase,
         ),
     )
+    parser.add_argument(
+        "--tokenizer",
+        choices=settings.TRAINING_CHOICES["tokenizer"],
+        default=None,
+        help=_default(
+            "translators: WordPiece vocabularies, or a SentencePiece model per "
+            "side", settings.TranslatorSettings.tokenizer,
+        ),
+    )  # fmt: skip
+    parser.add_argument(
+        "--sentencepiece-model",
+        choices=settings.TRAINING_CHOICES["sentencepiece_model"],
+        default=None,
+        help=_default(
+            "with --tokenizer sentencepiece: its segmentation model",
+            settings.TranslatorSettings.sentencepiece_model,
+        ),
+    )
+    parser.add_argument(
+        "--subword-sampling",
+        type=float,
+        default=None,
+        metavar="ALPHA",
+        help=_default(
+            "with --tokenizer sentencepiece: sample the training batches' "
+            "segmentations with this alpha in [0, 1) (never at evaluation "
+            "or decoding; 0: off)", settings.TranslatorSettings.subword_sampling,
+        ),
+    )  # fmt: skip
 
 
 def _default(words, value):
@@ -256,7 +295,9 @@ FLAGS = {
     "average_last_epochs": "--average-epochs", "epochs": "--epochs",
     "seed": "--seed", "minutes": "--minutes", "beam_width": "--beam-width",
     "vocabulary_size": "--vocabulary-size", "bleu_every": "--bleu-every",
-    "min_frequency": "--min-frequency",
+    "min_frequency": "--min-frequency", "tokenizer": "--tokenizer",
+    "sentencepiece_model": "--sentencepiece-model",
+    "subword_sampling": "--subword-sampling",
 }  # fmt: skip
 
 
@@ -283,7 +324,9 @@ def chosen_settings(args, defaults, overrides):
         "average_last_epochs": "average_epochs", "beam_width": "beam_width",
         "variants": "variants", "phrases": "phrases", "train_pairs": "train_pairs",
         "lowercase": "lowercase",
-        "bleu_every": "bleu_every",
+        "bleu_every": "bleu_every", "tokenizer": "tokenizer",
+        "sentencepiece_model": "sentencepiece_model",
+        "subword_sampling": "subword_sampling",
     }  # fmt: skip
     fields = {f.name for f in dataclasses.fields(defaults)}
     given = {
@@ -344,20 +387,57 @@ def _check_builds(family, args):
         raise UsageError(f"--preset {args.preset} with {changes}: {reason}") from None
 
 
+def _started(args, family):
+    """The start `--init-from` names, checked, or None: `(record, preset)`.
+
+    Raises:
+        UsageError: for a flag the kept model contradicts, or a RUN that is
+            not a finished run of the family.
+    """
+    if getattr(args, "init_from", None) is None:
+        return None
+    from zoo.recipes import importing
+
+    if not family.translates:
+        raise UsageError(
+            f"--init-from applies to {' and '.join(supporting('translate'))}; "
+            f"received {args.init_from} for {args.family}"
+        )
+    importing.refuse_kept(
+        {name: getattr(args, name, None) for name in importing.KEPT_FLAGS},
+        importing.KEPT_FLAGS,
+    )
+    args.output_dir = args.output_dir or os.path.join("runs", args.family)
+    record, run = importing.starting_point(args.init_from, args.family, args.output_dir)
+    return record, run.get("preset")
+
+
 def _check(args):
     family = FAMILIES[args.family]
+    started = _started(args, family)
     defaults = family.default_settings(args.recipe if family.translates else None)
-    check_common(args, family.presets, defaults)
-    args.preset = args.preset or defaults.preset
-    config = family.presets[args.preset]["config"]
-    args.overrides = parse_overrides(args.overrides, config)
+    if started:
+        defaults = defaults.replace(init_from=started[0], preset=started[1])
+    if not started:
+        check_common(args, family.presets, defaults)
+        args.preset = args.preset or defaults.preset
+        config = family.presets[args.preset]["config"]
+        args.overrides = parse_overrides(args.overrides, config)
+    else:
+        check_training(
+            average_last_epochs=args.average_epochs, epochs=args.epochs,
+            seed=args.seed, minutes=args.minutes, beam_width=args.beam_width,
+        )  # fmt: skip
+        args.overrides = {}
     # A multi-worker strategy must be made before TensorFlow runs an op, so
     # the trial build waits for no strategy; the builder checks again later.
     if args.overrides and args.strategy in (None, "none"):
         _check_builds(family, args)
     check_training(
         vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every,
-        min_frequency=args.min_frequency,
+        min_frequency=args.min_frequency, tokenizer=args.tokenizer,
+        sentencepiece_model=args.sentencepiece_model,
+        subword_sampling=args.subword_sampling,
     )  # fmt: skip
     for flag, value, unset in (
         ("--beam-width", args.beam_width, (None,)),
@@ -365,6 +445,9 @@ def _check(args):
         ("--recipe", args.recipe, (None, settings.TranslatorSettings.recipe)),
         ("--average-epochs", args.average_epochs, (None, 1)),
         ("--lowercase", args.lowercase, (None, False)),
+        ("--tokenizer", args.tokenizer, (None, "wordpiece")),
+        ("--sentencepiece-model", args.sentencepiece_model, (None, "unigram")),
+        ("--subword-sampling", args.subword_sampling, (None, 0.0)),
     ):
         if value not in unset and not family.translates:
             raise UsageError(

@@ -137,20 +137,7 @@ class Recipe:
         run.make()
         keras.utils.set_random_seed(settings.seed)
         started = time.time()
-        # A resumed run's weights belong to the vocabularies it began with.
-        kept = run.resumed_vocabularies(self.vocabularies)
-        if verbose and not kept:
-            print(
-                f"training the WordPiece {self.learning_words(corpus)}...", flush=True
-            )
-        vocabularies = kept or self.learn_vocabularies(corpus, settings)
-        if verbose:
-            said.announce_vocabularies(
-                dict(zip(self.vocabularies, vocabularies)),
-                settings.vocabulary_size,
-                kept=bool(kept),
-                min_frequency=settings.min_frequency,
-            )
+        vocabularies = self.run_vocabularies(corpus, run, settings, verbose)
         tokenizers = self.tokenizers(vocabularies, settings)
         vocabulary_minutes = (time.time() - started) / 60
         with runtimes.scope(runtime.strategy):
@@ -171,6 +158,25 @@ class Recipe:
         )  # fmt: skip
         self.fit(fitted, corpus, settings, runtime)
         return fitted
+
+    def run_vocabularies(self, corpus, run, settings, verbose):
+        """The run's vocabularies, said: those of the run it resumes, or
+        learned (`learn_vocabularies`)."""
+        # A resumed run's weights belong to the vocabularies it began with.
+        kept = run.resumed_vocabularies(self.vocabularies)
+        if verbose and not kept:
+            print(
+                f"training the WordPiece {self.learning_words(corpus)}...", flush=True
+            )
+        vocabularies = kept or self.learn_vocabularies(corpus, settings)
+        if verbose:
+            said.announce_vocabularies(
+                dict(zip(self.vocabularies, vocabularies)),
+                settings.vocabulary_size,
+                kept=bool(kept),
+                min_frequency=settings.min_frequency,
+            )
+        return vocabularies
 
     def check(self, corpus, settings):
         """Refuses settings or data the family cannot train on, before

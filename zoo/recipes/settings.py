@@ -107,6 +107,18 @@ class TranslatorSettings(TrainingSettings):
         lowercase: bool, lowercase the text before the vocabularies learn
             it, so the model reads and writes lowercased text. False keeps
             case, which cased BLEU (sacreBLEU's default) scores.
+        tokenizer: str, `"wordpiece"` or `"sentencepiece"` (a model per
+            side, trained on the training split's raw text).
+        sentencepiece_model: str, `"unigram"` or `"bpe"`, SentencePiece's
+            segmentation model.
+        subword_sampling: float in [0, 1), SentencePiece only: sample each
+            training pass's segmentation with this `alpha` (subword
+            regularization, Kudo, 2018); 0 trains on the best one.
+            Evaluation and decoding always use the best.
+        init_from: dict or None, the finished run this one starts from
+            (`zoo.recipes.importing.starting_point`: its absolute `path`
+            and its model file's `model_sha256`): its weights, builder
+            config and preprocessor are kept, and no vocabulary is learned.
     """
 
     recipe: str = "default"
@@ -129,6 +141,10 @@ class TranslatorSettings(TrainingSettings):
     phrases: bool = False
     train_pairs: int | None = None
     lowercase: bool = False
+    tokenizer: str = "wordpiece"
+    sentencepiece_model: str = "unigram"
+    subword_sampling: float = 0.0
+    init_from: dict | None = None
 
     resumable = (*TrainingSettings.resumable, "beam_width", "greedy_bleu")
     # Translators lowercased their text before case was kept.
@@ -316,6 +332,11 @@ class ServeSettings:
 # and `zoo.train` take: name -> (least value, greatest value or None, what
 # the greatest is). The vocabulary's least size is its reserved tokens and
 # one word (`check_training` adds it).
+# The settings that name one of a few choices.
+TRAINING_CHOICES = {
+    "tokenizer": ("wordpiece", "sentencepiece"),
+    "sentencepiece_model": ("unigram", "bpe"),
+}
 TRAINING_BOUNDS = {
     "epochs": (1, None, None),
     "seed": (0, 2**31 - 1, "the largest int32 seed"),
@@ -348,6 +369,19 @@ def check_training(flags=None, **values):
         if value is None:
             continue
         label = flags.get(name, f"`{name}`")
+        if name in TRAINING_CHOICES:
+            if value not in TRAINING_CHOICES[name]:
+                raise ValueError(
+                    f"{label} must be one of {list(TRAINING_CHOICES[name])}; "
+                    f"received {value!r}"
+                )
+            continue
+        if name == "subword_sampling":
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and 0 <= value < 1
+            ):
+                raise ValueError(f"{label} must be in [0, 1); received {value!r}")
+            continue
         if name == "minutes":
             if not (
                 isinstance(value, (int, float))

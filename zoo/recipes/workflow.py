@@ -76,6 +76,10 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
     from zoo.recipes import corpora
 
     recipe = FAMILIES[name]
+    if getattr(chosen, "init_from", None):
+        from zoo.recipes import importing
+
+        recipe = importing.started_from(recipe, chosen.init_from)
     machine = machine or RuntimeSettings()
     # A directory that can never hold the run is refused before the data
     # is read and said (claim checks it again, under its lock).
@@ -127,6 +131,8 @@ def run_record(data_record, chosen, result, resumed):
     record = {**data_record, "preset": chosen.preset, "seed": chosen.seed}
     if chosen.overrides:
         record["overrides"] = chosen.overrides
+    if getattr(chosen, "init_from", None):
+        record["init_from"] = chosen.init_from
     for key, value in result.record().items():
         record[key] = round(value, 4) if isinstance(value, float) else value
     record["params"] = int(result.model.count_params())

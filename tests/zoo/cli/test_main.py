@@ -7,15 +7,20 @@ import sys
 import pytest
 
 from tests.zoo.conftest import run_cli
-from zoo.cli.main import COMMANDS, _HelpFormatter, build_parser, command_module, main
+from zoo.cli.main import (
+    COMMANDS,
+    _HelpFormatter,
+    build_parser,
+    command_module,
+    command_name,
+    main,
+)
 
 
 def test_every_command_module_is_a_subcommand():
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
-    assert sorted(commands) == sorted(
-        module.__name__.rsplit(".", 1)[-1] for module in COMMANDS
-    )
+    assert sorted(commands) == sorted(command_name(module) for module in COMMANDS)
     for name in ("train", "evaluate", "translate", "export", "demo"):
         assert commands[name].formatter_class is _HelpFormatter
 
@@ -44,10 +49,11 @@ _REQUIRED = {
     "classify": ["--model-dir", "m"],
     "generate": ["--model-dir", "m"],
     "export": ["--model-dir", "m", "--export-dir", "e"],
+    "import": ["d", "--output-dir", "o"],
 }
 
 
-@pytest.mark.parametrize("command", [m.__name__.rsplit(".", 1)[-1] for m in COMMANDS])
+@pytest.mark.parametrize("command", [command_name(m) for m in COMMANDS])
 def test_an_unknown_flag_is_one_line_and_status_1(command):
     argv = [command, *_REQUIRED.get(command, []), "--no-such-flag"]
     result = run_cli(*argv, in_process=True)
@@ -71,7 +77,7 @@ def test_a_value_of_the_wrong_type_is_one_line_and_status_1():
 def test_help_version_and_presets_start_without_keras():
     """`--help`, `--version`, `presets` and every `COMMAND --help` build the
     parser from light modules: neither Keras nor TensorFlow is imported."""
-    names = [m.__name__.rsplit(".", 1)[-1] for m in COMMANDS]
+    names = [command_name(m) for m in COMMANDS]
     code = f"""
 import contextlib, io, sys
 from zoo.cli.main import main
