@@ -35,18 +35,18 @@ TRANSLATORS = {
         "positional": "learned",
     },
     "no biases, gelu": {"attention_bias": False, "activation": "gelu"},
+    "Marian's: swish, concatenated sines, tied output with logits bias": {
+        "activation": "swish",
+        "sinusoidal_layout": "concatenated",
+        "tie_output_embedding": True,
+        "logits_bias": True,
+    },
 }
 
 
 def _translator(**overrides):
     keras.utils.set_random_seed(1)
-    activation = overrides.pop("activation", None)
-    model = zoo.build_translator("tiny", vocabulary_size=50, **overrides)
-    if activation:  # A block hyperparameter the builder does not take.
-        for block in model.decoder_blocks:
-            dense = block._feed_forward_layer._intermediate_dense
-            dense.activation = keras.activations.get(activation)
-    return _spread(model)
+    return _spread(zoo.build_translator("tiny", vocabulary_size=50, **overrides))
 
 
 def _language_model(**overrides):
