@@ -246,6 +246,28 @@ def train_sentencepiece(
     return proto, model_vocabulary(proto)
 
 
+class ModelVocabulary(list):
+    """A vocabulary (its tokens, a list) with the SentencePiece model whose
+    pieces it lists, as a run learns and resumes them.
+
+    Args:
+        tokens: the tokens, reserved tokens first.
+        proto: bytes, the serialized model.
+    """
+
+    def __init__(self, tokens, proto):
+        super().__init__(tokens)
+        self.proto = proto
+
+
+def with_model(tokens, path):
+    """`tokens` as a `ModelVocabulary` of the model at `path` when that file
+    exists (a SentencePiece run's), else `tokens` unchanged."""
+    if not os.path.isfile(os.fspath(path)):
+        return tokens
+    return ModelVocabulary(tokens, read_model(path))
+
+
 class SentencePieceTokenizer(tf.Module):
     """SentencePiece pieces mapped to a keras-seq vocabulary's ids.
 

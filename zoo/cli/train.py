@@ -297,7 +297,7 @@ FLAGS = {
     "vocabulary_size": "--vocabulary-size", "bleu_every": "--bleu-every",
     "min_frequency": "--min-frequency", "tokenizer": "--tokenizer",
     "sentencepiece_model": "--sentencepiece-model",
-    "subword_sampling": "--subword-sampling",
+    "subword_sampling": "--subword-sampling", "lowercase": "--lowercase",
 }  # fmt: skip
 
 
@@ -436,6 +436,7 @@ def _check(args):
     check_training(
         vocabulary_size=args.vocabulary_size, bleu_every=args.bleu_every,
         min_frequency=args.min_frequency, tokenizer=args.tokenizer,
+        lowercase=args.lowercase,
         sentencepiece_model=args.sentencepiece_model,
         subword_sampling=args.subword_sampling,
     )  # fmt: skip

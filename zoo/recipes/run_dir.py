@@ -410,9 +410,16 @@ class RunDir:
         """
         if not os.path.isdir(self.backup_dir):
             return None
+        from keras_seq.text.sentencepiece_tokenizer import MODEL_FILES, with_model
+
         with reported_as_usage(ValueError):
+            # A SentencePiece run's models come back with their vocabularies.
             return tuple(
-                vocabularies_io.load_vocabulary(self.vocabulary_path(k)) for k in keys
+                with_model(
+                    vocabularies_io.load_vocabulary(self.vocabulary_path(k)),
+                    os.path.join(self.path, MODEL_FILES.get(k, f"{k}.spm")),
+                )
+                for k in keys
             )
 
     def save(self, family, model, run, vocabularies):

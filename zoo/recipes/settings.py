@@ -348,6 +348,28 @@ TRAINING_BOUNDS = {
 }
 
 
+def _check_tokenizer_settings(flags, values):
+    """The SentencePiece-only settings need `tokenizer="sentencepiece"`."""
+    if values.get("tokenizer") == "sentencepiece":
+        if values.get("lowercase"):
+            raise ValueError(
+                f"{flags.get('lowercase', '`lowercase`')} applies to WordPiece; "
+                "a SentencePiece model keeps its text as it is"
+            )
+        return
+    for name, unset in (
+        ("subword_sampling", (None, 0)),
+        ("sentencepiece_model", (None, "unigram")),
+    ):
+        if values.get(name) not in unset:
+            label = flags.get(name, f"`{name}`")
+            tokenizer = flags.get("tokenizer", "`tokenizer`")
+            raise ValueError(
+                f"{label} applies to {tokenizer} sentencepiece; received "
+                f"{values[name]!r} with {values.get('tokenizer') or 'wordpiece'}"
+            )
+
+
 def check_training(flags=None, **values):
     """Refuses a training setting out of its bounds: the one check of
     `keras-seq train` and `zoo.train` (same bounds, same words).
@@ -365,10 +387,13 @@ def check_training(flags=None, **values):
     from keras_seq.text.vocabulary import RESERVED_TOKENS
 
     flags = flags or {}
+    _check_tokenizer_settings(flags, values)
     for name, value in values.items():
         if value is None:
             continue
         label = flags.get(name, f"`{name}`")
+        if name == "lowercase":  # A flag, read by the check above.
+            continue
         if name in TRAINING_CHOICES:
             if value not in TRAINING_CHOICES[name]:
                 raise ValueError(

@@ -93,6 +93,11 @@ class TranslatorRecipe(Recipe):
         shared = settings.shared_vocabulary or bool(
             self._config(settings).get("tie_embeddings")
         )
+        if settings.tokenizer == "sentencepiece":
+            return build_sentencepiece(
+                corpus.train, settings.vocabulary_size, shared,
+                settings.sentencepiece_model, settings.seed,
+            )  # fmt: skip
         # Case is kept unless the settings ask otherwise: the vocabularies
         # learn the words as the tokenizers will read them.
         return build_vocabularies(
@@ -103,6 +108,10 @@ class TranslatorRecipe(Recipe):
     def tokenizers(self, vocabularies, settings):
         from keras_seq import text
 
+        if settings.tokenizer == "sentencepiece":
+            # Each vocabulary carries its model (`ModelVocabulary`), learned
+            # or read back from the resumed run.
+            return tuple(text.SentencePieceTokenizer(v.proto, v) for v in vocabularies)
         return tuple(
             text.make_tokenizer(v, lowercase=settings.lowercase) for v in vocabularies
         )
@@ -168,6 +177,7 @@ class TranslatorRecipe(Recipe):
             "shuffle": True, "seed": settings.seed, "training": True,
             "epoch": fitted.shuffle_epoch.epoch,
             "token_dropout": settings.token_dropout,
+            "subword_sampling": settings.subword_sampling,
         }  # fmt: skip
         return fitted.preprocessor.dataset(
             items, batch_tokens=settings.batch_tokens, **(training if shuffle else {})
@@ -303,6 +313,28 @@ def _ema(settings):
     """The optimizer's moving-average options of `settings.ema_momentum`."""
     momentum = settings.ema_momentum
     return {"use_ema": True, "ema_momentum": momentum} if momentum else {}
+
+
+def build_sentencepiece(pairs, vocabulary_size, shared, model_type, seed=0):
+    """Trains a SentencePiece model per side (one on both when `shared`).
+
+    Returns:
+        A `(source, target)` pair of `ModelVocabulary`s (the same twice when
+        `shared`): the tokens, each with its model.
+    """
+    from keras_seq.text import sentencepiece_tokenizer as pieces
+
+    def learn(texts):
+        proto, tokens = pieces.train_sentencepiece(
+            texts, vocabulary_size, model_type=model_type, seed=seed
+        )
+        return pieces.ModelVocabulary(tokens, proto)
+
+    sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+    if shared:
+        source = learn(sources + targets)
+        return source, source
+    return learn(sources), learn(targets)
 
 
 def build_vocabularies(
