@@ -285,8 +285,8 @@ class SentencePieceTokenizer(tf.Module):
 
     Example:
 
-    >>> tokenizer = SentencePieceTokenizer(proto, vocabulary)
-    >>> tokenizer(tf.constant(["Hallo Welt"])).to_list()
+    >>> tokenizer = SentencePieceTokenizer(proto, vocabulary)  # doctest: +SKIP
+    >>> tokenizer(tf.constant(["Hallo Welt"])).to_list()  # doctest: +SKIP
     [[57, 212]]
     """
 
