@@ -17,11 +17,20 @@ import json
 import os
 import sys
 
+import keras
 import numpy as np
 import pytest
 
 import zoo
 from tests.zoo.conftest import run_cli
+
+# Run directories, the command line and the exports run on TensorFlow, the
+# application's backend; the model's parity on every backend is
+# test_marian_model.py's.
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the application's paths run in the TensorFlow stage",
+)
 
 pytest.importorskip("sentencepiece")
 pytest.importorskip("transformers")
