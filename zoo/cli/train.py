@@ -126,6 +126,12 @@ def _add_translator_arguments(parser):
             settings.TranslatorSettings.variants,
         ),
     )
+    _add_translator_text_arguments(parser)
+
+
+def _add_translator_text_arguments(parser):
+    """The translators' flags about their text: where the model and its
+    vocabularies start, case, and the tokenizer."""
     parser.add_argument(
         "--init-from",
         default=None,
