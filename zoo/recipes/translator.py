@@ -189,12 +189,7 @@ class TranslatorRecipe(Recipe):
         early stopping, the epoch's shuffle and the checkpoints."""
         import keras
 
-        from keras_seq.callbacks import (
-            AverageLastEpochs,
-            BleuHistory,
-            EmaWeights,
-            TimeBudget,
-        )
+        from keras_seq.callbacks import BleuHistory, EmaWeights, TimeBudget
         from zoo.recipes import runtime as runtimes
         from zoo.recipes.recipe import checkpoint_callbacks
 
@@ -218,17 +213,7 @@ class TranslatorRecipe(Recipe):
             announce=said.compiling(runtime.verbose),
         )
         bleu_history = BleuHistory(validation_bleu, every=settings.bleu_every)
-        averaging = None
-        if averages:
-            # Its copies live beside the backup, so a resumed run averages the
-            # same epochs; the average is kept only if it scores as well as the
-            # last weights on the validation sample.
-            averaging = AverageLastEpochs(
-                settings.average_last_epochs,
-                fitted.run.average_dir,
-                score_fn=validation_bleu,
-                monitor="val_bleu",
-            )
+        averaging = _averaging(settings, fitted.run, validation_bleu)
         patience = settings.early_stopping_patience
         callbacks = [
             budget,
@@ -593,6 +578,25 @@ def _averaging_line(chosen):
     return (
         f"kept the last epoch's weights: the mean of the last {chosen['epochs']} "
         f"epochs scored lower{scores}"
+    )
+
+
+def _averaging(settings, run, validation_bleu):
+    """`AverageLastEpochs` when the settings average, else None.
+
+    Its copies live beside the backup, so a resumed run averages the same
+    epochs; the average is kept only if it scores as well as the last
+    weights on the validation sample.
+    """
+    if settings.average_last_epochs <= 1:
+        return None
+    from keras_seq.callbacks import AverageLastEpochs
+
+    return AverageLastEpochs(
+        settings.average_last_epochs,
+        run.average_dir,
+        score_fn=validation_bleu,
+        monitor="val_bleu",
     )
 
 
