@@ -55,15 +55,6 @@ def ordered_slices(tensors, shuffle, seed, epoch):
     if not shuffle:
         return dataset
     size = int(dataset.cardinality())
-    if epoch is None:
-        passes = tf.Variable(-1, dtype="int64", trainable=False)
-
-        def epoch_number(_):
-            return passes.assign_add(1)
-    else:
-
-        def epoch_number(_):
-            return tf.cast(epoch, "int64")
 
     def order(number):
         seed_pair = tf.stack([tf.constant(seed, "int64"), number])
@@ -75,12 +66,34 @@ def ordered_slices(tensors, shuffle, seed, epoch):
     def take(index):
         return tf.nest.map_structure(lambda t: tf.gather(t, index), tensors)
 
-    indices = tf.data.Dataset.from_tensors(0).map(epoch_number).flat_map(order)
+    indices = epoch_numbers(epoch).flat_map(order)
     # `flat_map` hides the length from tf.data; without it Keras learns an
     # epoch's length by running out of data, with its "Your input ran out of
     # data" warning, and a multi-worker split cannot cut the batches evenly.
     indices = indices.apply(tf.data.experimental.assert_cardinality(size))
     return indices.map(take, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def epoch_numbers(epoch):
+    """A dataset of one int64 scalar per pass over it: the value of `epoch`
+    when the pass begins, or, with `epoch=None`, the number of passes begun
+    before it.
+
+    Args:
+        epoch: optional `tf.Variable` holding the epoch number (see
+            `keras_seq.callbacks.ShuffleEpoch`), or `None`.
+    """
+    if epoch is None:
+        passes = tf.Variable(-1, dtype="int64", trainable=False)
+
+        def epoch_number(_):
+            return passes.assign_add(1)
+    else:
+
+        def epoch_number(_):
+            return tf.cast(epoch, "int64")
+
+    return tf.data.Dataset.from_tensors(0).map(epoch_number)
 
 
 def tokenize_all(texts, tokenizer, max_length=None, pack=None):

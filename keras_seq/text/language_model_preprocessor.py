@@ -26,11 +26,11 @@ A `MaskedLanguageModelPreprocessor` cuts and pads texts to `max_length`
 and masks them for BERT's fill-in task (`dataset`).
 """
 
-import keras_hub
 import numpy as np
 import tensorflow as tf
 
 from keras_seq.text.dataset_ops import (
+    epoch_numbers,
     map_without_autograph,
     ordered_slices,
     tokenize_all,
@@ -248,20 +248,21 @@ class MaskedLanguageModelPreprocessor(SingleVocabularyPreprocessor):
     ):  # fmt: skip
         """Batches for masked language modelling (BERT's fill-in task).
 
-        `keras_hub.layers.MaskedLMMaskGenerator` selects `ceil(mask_rate *
-        n)` of the n tokens of each text (so short texts are masked slightly
-        more often than `mask_rate`) and replaces 80% of them by `[MASK]`,
-        10% by a random token and leaves 10% unchanged (Devlin et al.,
-        2019). Masks are drawn anew for every batch and epoch (dynamic
-        masking); they follow TensorFlow's global seed
-        (`keras.utils.set_random_seed`), since the keras-hub layer takes no
-        seed of its own.
+        Each text has `ceil(mask_rate * n)` of its n tokens selected (so
+        short texts are masked slightly more often than `mask_rate`); 80% of
+        them are replaced by `[MASK]`, 10% by a random token and 10% are left
+        unchanged (Devlin et al., 2019). The draws are a function of `(seed,
+        epoch, batch)`: a shuffled dataset masks anew every epoch (dynamic
+        masking, Liu et al., 2019) and replays an epoch's masks when a run
+        resumes; an unshuffled one (evaluation) masks the same way on every
+        pass, so its figures compare across epochs and repeat.
 
         Args:
             texts: a list of strings.
             batch_size: int.
-            seed: int, the shuffle seed.
-            shuffle: bool, shuffle the texts every epoch.
+            seed: int, the seed of the order and of the masks.
+            shuffle: bool, shuffle the texts and draw new masks every
+                epoch.
             epoch: optional `tf.Variable` holding the epoch number (see
                 `keras_seq.callbacks.ShuffleEpoch`).
             drop_remainder: bool, drop the last, incomplete batch.
@@ -273,35 +274,76 @@ class MaskedLanguageModelPreprocessor(SingleVocabularyPreprocessor):
         """
         batch_size = _check_size(batch_size, "batch_size")
         _, token_ids = self._tokenize_all(texts)
-        max_length = self.max_length
-        masker = keras_hub.layers.MaskedLMMaskGenerator(
-            vocabulary_size=self.vocabulary_size,
-            mask_selection_rate=self.mask_rate,
-            mask_token_id=MASK_ID,
-            unselectable_token_ids=[PAD_ID, START_ID, END_ID, MASK_ID],
-        )
+        max_length, rate, size = self.max_length, self.mask_rate, self.vocabulary_size
+        if shuffle:
+            numbers = epoch_numbers(epoch).flat_map(
+                lambda number: tf.data.Dataset.from_tensors(number).repeat()
+            )
+        else:
+            numbers = tf.data.Dataset.from_tensors(tf.constant(0, "int64")).repeat()
 
-        def mask(batch):  # (B, None) ragged.
-            masked = masker(batch)
-            # A random replacement may draw [PAD]; inside a text it would
-            # read as padding, so it becomes [MASK] instead.
-            inputs = tf.ragged.map_flat_values(
-                lambda ids: tf.where(ids == PAD_ID, MASK_ID, ids), masked["token_ids"]
-            )
-            positions = masked["mask_positions"]  # (B, None) ragged
-            indices = tf.stack(
-                [positions.value_rowids(), tf.cast(positions.flat_values, "int64")],
-                axis=-1,
-            )
-            shape = tf.stack([inputs.nrows(), tf.constant(max_length, "int64")])
-            labels = tf.scatter_nd(indices, masked["mask_ids"].flat_values, shape)
-            inputs = inputs.to_tensor(default_value=PAD_ID, shape=[None, max_length])
-            return inputs, labels  # (B, L) each
+        def mask(index, batch, number):
+            ids = batch.to_tensor(default_value=PAD_ID, shape=[None, max_length])
+            pass_seed = tf.stack([tf.constant(seed, "int64"), number])
+            batch_seed = tf.random.experimental.stateless_fold_in(pass_seed, index)
+            return mask_tokens(ids, batch_seed, rate, size)
 
         dataset = ordered_slices(token_ids, shuffle, seed, epoch)
         dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
-        dataset = map_without_autograph(dataset, mask)
+        batches = dataset.cardinality()
+        dataset = tf.data.Dataset.zip(dataset.enumerate(), numbers)
+        # `flat_map` hides the number of batches (see `ordered_slices`).
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+        dataset = map_without_autograph(
+            dataset, lambda indexed, number: mask(*indexed, number)
+        )
         return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def mask_tokens(ids, seed, mask_rate, vocabulary_size):
+    """BERT's masking of one batch, drawn from a stateless `seed`.
+
+    `keras_hub.layers.MaskedLMMaskGenerator` does the same with stateful
+    random ops and no seed: inside a parallel `tf.data` map its draws
+    change from run to run whatever the global seed, so neither an
+    evaluation nor a resumed run could be repeated.
+
+    Args:
+        ids: (B, L) int32 token ids, padded with `PAD_ID`.
+        seed: (2,) int64, the stateless seed of the batch.
+        mask_rate: float, the share of tokens selected.
+        vocabulary_size: int, the range of the random replacements.
+
+    Returns:
+        `(inputs, labels)`, (B, L) int32 each: `labels` holds the original
+        id at the selected positions and 0 elsewhere.
+    """
+    selection_seed, choice_seed, token_seed = tf.unstack(
+        tf.random.experimental.stateless_split(seed, 3)
+    )
+    shape = tf.shape(ids)
+    selectable = (
+        (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID) & (ids != MASK_ID)
+    )
+    # float32, as tensorflow_text's `RandomItemSelector` counts.
+    quota = tf.math.ceil(tf.reduce_sum(tf.cast(selectable, "float32"), 1) * mask_rate)
+    # A random rank among each text's selectable tokens; the `quota` lowest
+    # are selected.
+    scores = tf.where(
+        selectable, tf.random.stateless_uniform(shape, selection_seed), 2.0
+    )
+    ranks = tf.argsort(tf.argsort(scores, axis=1), axis=1)
+    selected = selectable & (ranks < tf.cast(quota, "int32")[:, None])
+    choice = tf.random.stateless_uniform(shape, choice_seed)
+    random_ids = tf.random.stateless_uniform(
+        shape, token_seed, minval=0, maxval=vocabulary_size, dtype="int32"
+    )
+    # A random [PAD] inside a text would read as padding.
+    random_ids = tf.where(random_ids == PAD_ID, MASK_ID, random_ids)
+    replaced = tf.where(choice < 0.8, MASK_ID, tf.where(choice < 0.9, random_ids, ids))
+    inputs = tf.where(selected, replaced, ids)
+    labels = tf.where(selected, ids, tf.zeros_like(ids))
+    return inputs, labels
 
 
 def make_language_model_dataset(texts, tokenizer, sequence_length, batch_size,

@@ -348,3 +348,36 @@ def test_masked_language_model_labels(source_tokenizer):
     # About 80% of the selected tokens read [MASK].
     masked_share = (inputs[selected] == MASK_ID).mean()
     assert 0.65 < masked_share < 0.95
+
+
+def test_masks_follow_the_seed_and_the_epoch(source_tokenizer):
+    """Evaluation masks repeat on every pass and from a new dataset; a
+    shuffled dataset masks anew each epoch and replays an epoch's masks."""
+    import tensorflow as tf
+
+    texts = [s for s in english_sentences() if s.count(" and ") == 3][:48]
+
+    def masks(**options):
+        dataset = make_masked_language_model_dataset(
+            texts, source_tokenizer, max_length=32, batch_size=16, **options
+        )
+        return dataset, lambda: sorted(
+            tuple(row) for _, y in _epoch(dataset) for row in y.tolist()
+        )
+
+    _, first = masks(seed=3)
+    evaluation, again = masks(seed=3)
+    assert first() == again() == again()
+    _, other_seed = masks(seed=4)
+    assert other_seed() != first()
+    epoch = tf.Variable(0, dtype="int64")
+    _, shuffled = masks(seed=3, shuffle=True, epoch=epoch)
+    epoch_0 = shuffled()
+    epoch.assign(1)
+    epoch_1 = shuffled()
+    assert epoch_1 != epoch_0
+    epoch.assign(0)
+    assert shuffled() == epoch_0
+    # Without an epoch variable, each pass is a new epoch.
+    _, passes = masks(seed=3, shuffle=True)
+    assert passes() != passes()

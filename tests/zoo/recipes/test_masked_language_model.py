@@ -72,21 +72,27 @@ def test_the_result_holds_its_figures_and_its_preprocessor(trained):
     assert result.summary(None) == f"validation masked-token accuracy {accuracy:.1%}"
     assert result.tokenizers == {"text": result.preprocessor.tokenizer}
     assert len(result.history["val_masked_accuracy"]) == EPOCHS
-    assert result.history["val_masked_accuracy"][-1] == pytest.approx(accuracy)
+    # The weights are the best epoch's, and its validation masks are the
+    # same as the score's.
+    best = int(np.argmin(result.history["val_loss"]))
+    assert result.history["val_masked_accuracy"][best] == pytest.approx(accuracy)
 
 
 def test_evaluate_is_the_masked_loss_of_the_test_texts(trained):
-    """The masks follow TensorFlow's global seed: one seed, one figure; the
-    loss is a cross-entropy over the ~40 tokens of the vocabulary."""
+    """The test texts' masks are drawn from the dataset's seed, whatever the
+    global one: one figure; the loss is a cross-entropy over the ~40 tokens
+    of the vocabulary."""
     result, _ = trained
     loaded = TrainedModel.of("masked-language-model", result.model, result.preprocessor)
     corpus = types.SimpleNamespace(test=TEXTS[TRAIN:])
     chosen = types.SimpleNamespace(batch_size=BATCH_SIZE)
     figures = []
-    for _ in range(2):
-        keras.utils.set_random_seed(7)
+    for global_seed in (7, 8):
+        keras.utils.set_random_seed(global_seed)
         figures.append(masked_language_model.RECIPE.evaluate(loaded, corpus, chosen))
-    assert figures[0] == figures[1]
+    assert figures[0]["test_masked_loss"] == pytest.approx(
+        figures[1]["test_masked_loss"], rel=1e-6
+    )
     assert set(figures[0]) == {"test_masked_loss"}
     vocabulary = result.preprocessor.tokenizer.vocabulary_size()
     assert 0.0 < figures[0]["test_masked_loss"] < 2 * math.log(vocabulary)
