@@ -501,8 +501,8 @@ CLI_CASES = [
      1, r"keras-seq: --saved-model .*: no saved_model.pb in it"),
     ("export", "--model-dir of a masked language model",
      ["export", "--model-dir", "{mlm_dir}", "--export-dir", "{missing}"],
-     1, r"keras-seq: `export` serves translator, classifier, language-model, "
-        r"rnn-translator directories; --model-dir .*mlm holds a "
+     1, r"keras-seq: `export` serves translator, classifier, language-model "
+        r"and rnn-translator directories; --model-dir .*mlm holds a "
         r"masked-language-model\.$"),
     pytest.param(
         "translate", "--saved-model of a classifier",

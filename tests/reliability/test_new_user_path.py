@@ -105,7 +105,7 @@ ONE_LINE_CASES = [
      r"^keras-seq: --data .*no_tabs.tsv: 0 `source<TAB>target` lines \(skipped 2 "
      r"malformed line\(s\) .*: lines 1, 2\); expected at least 3"),
     ("--beam-width for a classifier", ["train", "classifier", "--beam-width", "2"],
-     r"^keras-seq: --beam-width applies to translator and rnn-translator"),
+     r"^keras-seq: --beam-width applies to translator, rnn-translator and rnn-seq2seq"),
     ("--export-dir a file", ["export", "--model-dir", "{model}", "--export-dir",
                              "{a_file}"],
      r"^keras-seq: --export-dir .*a_file is a file; expected a directory\.$"),

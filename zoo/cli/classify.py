@@ -2,7 +2,7 @@
 
 from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
-from zoo.recipes.families import supporting
+from zoo.recipes.families import listed
 
 
 def needs_tensorflow(args):
@@ -20,7 +20,7 @@ def add_parser(commands):
     parser.add_argument(
         "--model-dir",
         required=True,
-        help=f"a run of `keras-seq train` ({', '.join(supporting('classify'))})",
+        help=f"a run of `keras-seq train` ({listed('classify')})",
     )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)

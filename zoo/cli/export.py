@@ -3,7 +3,7 @@ Serving."""
 
 from zoo.cli.errors import UsageError, check_at_least, reported_as_usage
 from zoo.cli.loading import load_model_dir
-from zoo.recipes.families import supporting
+from zoo.recipes.families import listed, supporting
 
 
 def needs_tensorflow(args):
@@ -18,7 +18,7 @@ def add_parser(commands):
     parser = commands.add_parser(
         "export",
         help="export a trained model as a SavedModel "
-        f"({', '.join(supporting('export'))})",
+        f"({listed('export')})",
     )
     parser.add_argument(
         "--model-dir", required=True, help="a directory of `keras-seq train`"
@@ -34,7 +34,7 @@ def add_parser(commands):
         choices=("saved_model", "ctranslate2"),
         default="saved_model",
         help="ctranslate2: --export-dir becomes a CTranslate2 model directory "
-        f"({', '.join(supporting('ctranslate2'))}), served without TensorFlow",
+        f"({listed('ctranslate2')}), served without TensorFlow",
     )
     parser.add_argument(
         "--quantization",
@@ -64,7 +64,7 @@ def run(args):
     trained = load_model_dir(args.model_dir)
     if trained.family not in supporting("export"):
         raise UsageError(
-            f"`export` serves {', '.join(supporting('export'))} directories; "
+            f"`export` serves {listed('export')} directories; "
             f"--model-dir {args.model_dir} holds a {trained.family}."
         )
     # The export refuses a version already written.

@@ -8,7 +8,7 @@ import os
 
 from zoo.cli.errors import UsageError, check_preset
 from zoo.recipes import settings
-from zoo.recipes.families import FAMILIES, supporting
+from zoo.recipes.families import FAMILIES, listed
 
 
 def _reserved():
@@ -406,7 +406,7 @@ def _started(args, family):
 
     if not family.translates:
         raise UsageError(
-            f"--init-from applies to {' and '.join(supporting('translate'))}; "
+            f"--init-from applies to {listed('translate')}; "
             f"received {args.init_from} for {args.family}"
         )
     importing.refuse_kept(
@@ -458,7 +458,7 @@ def _check(args):
     ):
         if value not in unset and not family.translates:
             raise UsageError(
-                f"{flag} applies to {' and '.join(supporting('translate'))}; "
+                f"{flag} applies to {listed('translate')}; "
                 f"received {value} for {args.family}"
             )
     from zoo.recipes import corpora

@@ -9,7 +9,7 @@ import os
 import sys
 
 from zoo.recipes import run_dir, runtime
-from zoo.recipes.families import FAMILIES, supporting
+from zoo.recipes.families import FAMILIES, listed
 from zoo.recipes.inputs import UsageError, reported_as_usage
 from zoo.recipes.recipe import Execution
 from zoo.recipes.settings import RuntimeSettings
@@ -172,7 +172,7 @@ def export(trained, export_dir, version):
     recipe = FAMILIES[trained.family]
     if not recipe.supports("export"):
         raise ValueError(
-            f"`export` serves {', '.join(supporting('export'))} directories; "
+            f"`export` serves {listed('export')} directories; "
             f"{trained.path} holds a {trained.family}."
         )
     return recipe.export(trained, export_dir, version)
@@ -198,7 +198,7 @@ def export_ctranslate2(trained, export_dir, quantization="float32"):
 
     if not FAMILIES[trained.family].supports("ctranslate2"):
         raise ValueError(
-            f"CTranslate2 export takes {', '.join(supporting('ctranslate2'))} "
+            f"CTranslate2 export takes {listed('ctranslate2')} "
             f"directories; {trained.path} holds a {trained.family} (CTranslate2 "
             "has no specification for it)."
         )

@@ -120,7 +120,7 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
     assert message == (
-        "keras-seq: --average-epochs applies to translator and rnn-translator and "
+        "keras-seq: --average-epochs applies to translator, rnn-translator and "
         "rnn-seq2seq; received 3 for classifier"
     )
 
@@ -129,7 +129,7 @@ def test_average_epochs_is_refused_for_a_classifier(tmp_path):
     "flags, message",
     [
         (["classifier", "--bleu-every", "2"],
-         "--bleu-every applies to translator and rnn-translator and rnn-seq2seq; "
+         "--bleu-every applies to translator, rnn-translator and rnn-seq2seq; "
          "received 2 for classifier"),
         (["translator", "--bleu-every", "0"],
          "--bleu-every must be at least 1; received 0"),
@@ -212,7 +212,7 @@ def test_train_applies_the_named_recipe(translator_run):
     for flag in (("--recipe", "low-resource"), ("--lowercase",)):
         refused = run_cli("train", "classifier", *flag, in_process=True)
         assert refused.returncode == 1
-        assert f"{flag[0]} applies to translator and rnn-translator" in refused.stderr
+        assert f"{flag[0]} applies to translator, rnn-translator and rnn-seq2seq" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -121,6 +121,33 @@ def test_the_families_a_command_takes_are_named_as_an_english_list():
     assert families.listed("no-such-command") == ""
 
 
+def _joins_of_supporting(tree):
+    """The lines of `tree` where a `join` is given `supporting(...)`."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "join":
+            continue
+        for argument in ast.walk(ast.Module(body=[ast.Expr(a) for a in node.args])):
+            if isinstance(argument, ast.Call) and (
+                getattr(argument.func, "id", None) == "supporting"
+                or getattr(argument.func, "attr", None) == "supporting"
+            ):
+                yield node.lineno
+
+
+def test_every_message_names_the_families_through_listed():
+    """No message joins `supporting(...)` by itself: `listed` is the one form."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "zoo").rglob("*.py"))
+        for line in _joins_of_supporting(ast.parse(path.read_text()))
+    ]
+    assert found == [], found
+    joined = ast.parse("m = f\"takes {', '.join(families.supporting('x'))}\"")
+    assert list(_joins_of_supporting(joined)) == [1]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_family_builds_its_tiny_preset_at_the_smallest_vocabulary(name):
     family = FAMILIES[name]
