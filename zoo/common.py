@@ -67,15 +67,20 @@ class TokenIdsModel(keras.Model):
     `label_bound` (`None`: targets are not checked).
 
     Its config is its constructor's arguments (`hyperparameters`), each
-    stored by the subclass under its own name, plus `name` and `trainable`.
+    stored by the subclass under its own name (or the one
+    `renamed_hyperparameters` gives), plus `name` and `trainable`.
     """
 
     label_bound = None
+    # Hyperparameters kept under another attribute, by config name: one whose
+    # name is a method of the model (the RNN translator's attention `score`
+    # against `GenerativeModel.score`) must not hide it.
+    renamed_hyperparameters = {}
 
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable}
         for name in hyperparameters(type(self)):
-            config[name] = getattr(self, name)
+            config[name] = getattr(self, self.renamed_hyperparameters.get(name, name))
         quantized = quantized_layers(self)
         if quantized:
             config["quantization"] = quantized

@@ -149,6 +149,7 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
     """
 
     label_bound = "target_vocabulary_size"
+    renamed_hyperparameters = {"score": "attention_score"}
     # Never written into a translation (`keras_seq.defaults` says why).
     unsamplable_token_ids = tuple(
         RESERVED_TOKENS.index(token)
@@ -190,7 +191,7 @@ class RNNTranslator(GenerativeModel, TokenIdsModel):
 
         # Config and handles for generation.
         for name, value in {**config, **layers}.items():
-            setattr(self, name, value)
+            setattr(self, self.renamed_hyperparameters.get(name, name), value)
 
     def encode(self, encoder_token_ids, training=False):
         """Run the encoder once per source.

@@ -54,12 +54,6 @@ def _inputs(name):
     return PROMPTS if name == "language_model" else SOURCES
 
 
-def _score(model, *args):
-    # The RNN translator's `score` attribute is its attention's score
-    # function (a hyperparameter), which hides the method.
-    return GenerativeModel.score(model, *args)
-
-
 def _lengths(ids):
     """Each hypothesis's length n, its end token included: (B, R)."""
     ids = np.asarray(ids)
@@ -94,6 +88,16 @@ def test_summed_token_scores_equal_the_hypothesis_score(models, name, controls, 
         assert np.any(_lengths(ids) < 10)  # Some ended early.
 
 
+def test_the_rnn_translators_attention_score_leaves_its_score_method(models):
+    """Its `score` hyperparameter (the attention's score function) is kept
+    as `attention_score`, in the config still under `score`."""
+    model = models["rnn_translator"]
+    assert type(model).score is GenerativeModel.score
+    assert model.get_config()["score"] == model.attention_score == "additive"
+    rebuilt = type(model).from_config(model.get_config())
+    assert rebuilt.get_config() == model.get_config()
+
+
 @pytest.mark.parametrize("strategy", ["greedy", "sample"])
 @pytest.mark.parametrize("name", NAMES)
 def test_score_of_the_models_own_output_equals_generates_scores(models, name, strategy):
@@ -104,7 +108,7 @@ def test_score_of_the_models_own_output_equals_generates_scores(models, name, st
     ids, scores = _numpy(ids), _numpy(scores)
     assert np.all(scores[ids == 0] == 0.0)
     np.testing.assert_allclose(
-        _numpy(_score(model, _inputs(name), ids)), scores, atol=1e-4
+        _numpy(model.score(_inputs(name), ids)), scores, atol=1e-4
     )
 
 
@@ -121,7 +125,7 @@ def test_beam_generates_the_best_hypothesis_scores(models, name):
     np.testing.assert_allclose(_numpy(scores), _numpy(token_scores)[:, 0], atol=1e-6)
     # Beam search's tokens are scored by the model as `score` scores them.
     np.testing.assert_allclose(
-        _numpy(_score(model, _inputs(name), _numpy(ids))), _numpy(scores), atol=1e-4
+        _numpy(model.score(_inputs(name), _numpy(ids))), _numpy(scores), atol=1e-4
     )
 
 

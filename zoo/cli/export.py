@@ -17,8 +17,7 @@ def add_parser(commands):
     """Adds `export` and its flags to the `keras-seq` subparsers."""
     parser = commands.add_parser(
         "export",
-        help="export a trained model as a SavedModel "
-        f"({listed('export')})",
+        help=f"export a trained model as a SavedModel ({listed('export')})",
     )
     parser.add_argument(
         "--model-dir", required=True, help="a directory of `keras-seq train`"
