@@ -166,7 +166,7 @@ class Recipe:
         kept = run.resumed_vocabularies(self.vocabularies)
         if verbose and not kept:
             print(
-                f"training the WordPiece {self.learning_words(corpus)}...", flush=True
+                f"training the {self.learning_words(corpus, settings)}...", flush=True
             )
         vocabularies = kept or self.learn_vocabularies(corpus, settings)
         if verbose:
@@ -182,9 +182,10 @@ class Recipe:
         """Refuses settings or data the family cannot train on, before
         anything is written."""
 
-    def learning_words(self, corpus):
-        """What `train` says it learns the vocabulary on."""
-        return f"vocabulary on {len(corpus.train):,} texts"
+    def learning_words(self, corpus, settings):
+        """What `train` says it learns: the tokenizer and what it reads."""
+        del settings  # every family but the translator's learns WordPiece
+        return f"WordPiece vocabulary on {len(corpus.train):,} texts"
 
     def learn_vocabularies(self, corpus, settings):
         """The vocabularies learned on the training split: a tuple of token

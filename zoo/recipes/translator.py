@@ -84,8 +84,9 @@ class TranslatorRecipe(Recipe):
         config = self._config(settings)
         return settings.max_length or config.get("max_length", RNN_MAX_LENGTH)
 
-    def learning_words(self, corpus):
-        return f"vocabularies on {len(corpus.train):,} pairs"
+    def learning_words(self, corpus, settings):
+        kind = "SentencePiece" if settings.tokenizer == "sentencepiece" else "WordPiece"
+        return f"{kind} vocabularies on {len(corpus.train):,} pairs"
 
     def learn_vocabularies(self, corpus, settings):
         # One embedding table serves both sides only if both sides share one

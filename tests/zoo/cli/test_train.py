@@ -212,7 +212,8 @@ def test_train_applies_the_named_recipe(translator_run):
     for flag in (("--recipe", "low-resource"), ("--lowercase",)):
         refused = run_cli("train", "classifier", *flag, in_process=True)
         assert refused.returncode == 1
-        assert f"{flag[0]} applies to translator, rnn-translator and rnn-seq2seq" in refused.stderr
+        applies = f"{flag[0]} applies to translator, rnn-translator and rnn-seq2seq"
+        assert applies in refused.stderr
 
 
 @pytest.mark.parametrize(

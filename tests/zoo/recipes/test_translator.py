@@ -1,6 +1,8 @@
 """`zoo.recipes.translator`: the translators' training, scoring and its
 budget."""
 
+import types
+
 import keras
 import numpy as np
 import pytest
@@ -221,3 +223,20 @@ def test_a_budget_times_the_validation_decoding_before_training(
         bleu_sample=3, verbose=0, minutes=minutes,
     )  # fmt: skip
     assert at_start == [before_fit] and len(calls) == before_fit + 1
+
+
+def test_train_names_the_tokenizer_it_learns():
+    from zoo.recipes import translator as translator_recipe
+    from zoo.recipes.settings import TranslatorSettings
+
+    corpus = types.SimpleNamespace(train=[("a", "b")] * 1200)
+    said = {
+        kind: translator_recipe.RECIPE.learning_words(
+            corpus, TranslatorSettings(tokenizer=kind)
+        )
+        for kind in ("wordpiece", "sentencepiece")
+    }
+    assert said == {
+        "wordpiece": "WordPiece vocabularies on 1,200 pairs",
+        "sentencepiece": "SentencePiece vocabularies on 1,200 pairs",
+    }
