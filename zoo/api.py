@@ -25,6 +25,9 @@ def train(
     validation_data=None,
     test_data=None,
     beam_width=None,
+    tokenizer=None,
+    sentencepiece_model=None,
+    subword_sampling=None,
     overwrite=False,
     init_from=None,
     **overrides,
@@ -66,6 +69,13 @@ def train(
         test_data: list or None, the test items.
         beam_width: int or None, translators: beams of the test
             translations.
+        tokenizer: str or None, translators: `"wordpiece"` (the default)
+            or `"sentencepiece"`, as `--tokenizer`.
+        sentencepiece_model: str or None, with `tokenizer="sentencepiece"`:
+            `"unigram"` (the default) or `"bpe"`.
+        subword_sampling: float in [0, 1) or None, with
+            `tokenizer="sentencepiece"`: the sampling smoothing of the
+            training batches' segmentations (0: off).
         overwrite: bool, replace a finished run in `output_dir`.
         init_from: str, `os.PathLike` or None, translators: a finished run
             directory (trained, or written by `import_transformers`) to
@@ -118,14 +128,20 @@ def train(
             preset or defaults.preset, "preset", tuple(chosen_recipe.presets)
         )
     # The command line's check, naming the arguments instead of its flags.
+    tokenizers = {
+        "tokenizer": tokenizer, "sentencepiece_model": sentencepiece_model,
+        "subword_sampling": subword_sampling,
+    }  # fmt: skip
     settings.check_training(
         epochs=epochs, seed=seed, vocabulary_size=vocabulary_size,
         beam_width=beam_width, minutes=minutes, min_frequency=min_frequency,
+        **tokenizers,
     )  # fmt: skip
-    if beam_width is not None and not chosen_recipe.translates:
-        raise ValueError(
-            f"`beam_width` applies to translators; received {beam_width} for {family}."
-        )
+    for name, value in {"beam_width": beam_width, **tokenizers}.items():
+        if value is not None and not chosen_recipe.translates:
+            raise ValueError(
+                f"`{name}` applies to translators; received {value!r} for {family}."
+            )
     # A run started from another has no preset of the table (an imported one).
     entry = chosen_recipe.presets.get(preset or defaults.preset, {})
     config = entry.get("config", {})
@@ -140,7 +156,7 @@ def train(
     given = {
         "preset": preset, "epochs": epochs, "minutes": minutes, "seed": seed,
         "vocabulary_size": vocabulary_size, "beam_width": beam_width,
-        "min_frequency": min_frequency,
+        "min_frequency": min_frequency, **tokenizers,
     }  # fmt: skip
     chosen = defaults.replace(
         **{k: v for k, v in given.items() if v is not None}, overrides=overrides

@@ -118,14 +118,45 @@ def test_train_says_what_it_read_split_learned_and_built(both):
         ("translator", 5, {}, TypeError, "`data` must be a file path or a list"),
         ("translator", "missing.tsv", {}, ValueError, "missing.tsv: no such file."),
         ("classifier", [("good", "pos")] * 40, {}, ValueError, "two classes or more"),
+        ("classifier", [], {"tokenizer": "sentencepiece"}, ValueError,
+         "`tokenizer` applies to translators; received 'sentencepiece'"),
+        ("translator", [], {"tokenizer": "bpe"}, ValueError,
+         "`tokenizer` must be one of ['wordpiece', 'sentencepiece']"),
+        ("translator", [], {"subword_sampling": 0.2}, ValueError,
+         "`subword_sampling` applies to `tokenizer` sentencepiece"),
+        ("translator", [], {"tokenizer": "sentencepiece", "subword_sampling": 1.0},
+         ValueError, "`subword_sampling` must be in [0, 1)"),
     ],
-)
+)  # fmt: skip
 def test_train_refuses_bad_arguments_before_writing(
     tmp_path, family, data, options, error, message
 ):
     with pytest.raises(error, match=re.escape(message)):
         zoo.train(family, data, tmp_path / "out", **options)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_tokenizer_arguments_reach_the_settings(tmp_path, monkeypatch):
+    from zoo.recipes import workflow
+
+    chosen = {}
+
+    def train(family, data, output_dir, settings, overwrite):
+        chosen.update(vars(settings))
+        raise ValueError("stopped before training")
+
+    monkeypatch.setattr(workflow, "train", train)
+    with pytest.raises(ValueError, match="stopped before training"):
+        zoo.train(
+            "translator", [("a.", "b.")] * 3, tmp_path / "out",
+            tokenizer="sentencepiece", sentencepiece_model="bpe",
+            subword_sampling=0.1,
+        )  # fmt: skip
+    assert (chosen["tokenizer"], chosen["sentencepiece_model"]) == (
+        "sentencepiece",
+        "bpe",
+    )
+    assert chosen["subword_sampling"] == 0.1
 
 
 def test_train_refuses_unknown_builder_arguments_and_half_a_split(tmp_path):
