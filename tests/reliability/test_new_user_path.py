@@ -269,6 +269,8 @@ def test_a_str_is_one_text_and_bounds_are_checked_first(
                                              "received 32."),
         ({"beam_width": 2.0}, TypeError, "`beam_width` must be an int; received "
                                          "2.0."),
+        ({"beam_width": 2, "length_penalty": float("nan")}, ValueError,
+         "`length_penalty` must be a finite number; received nan."),
     ]:  # fmt: skip
         with pytest.raises(error) as raised:
             trained.translate("w1.", **options)

@@ -3,7 +3,7 @@
 from zoo.cli.errors import named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
-from zoo.recipes.families import supporting
+from zoo.recipes.families import listed
 from zoo.recipes.settings import GenerateSettings
 
 
@@ -22,7 +22,7 @@ def add_parser(commands):
     parser.add_argument(
         "--model-dir",
         required=True,
-        help=f"a run of `keras-seq train` ({', '.join(supporting('generate'))})",
+        help=f"a run of `keras-seq train` ({listed('generate')})",
     )
     defaults = GenerateSettings()
     parser.add_argument(

@@ -1,6 +1,7 @@
 """`keras-seq translate`: translate sentences with a model directory or a
 SavedModel."""
 
+from keras_seq import defaults
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
@@ -38,6 +39,15 @@ def add_parser(commands):
         "beams of the search; with --saved-model, 1 or the exported width "
         "(default there: the exported width)",
     )
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        help="alpha of GNMT's length penalty ((5 + n) / 6) ** alpha, by which "
+        "the beams are ranked (0: their summed log-probabilities; default: "
+        f"{defaults.LENGTH_PENALTY}); with --model-dir or --ctranslate2, as a "
+        "SavedModel ranks with the penalty it was exported with",
+    )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -54,9 +64,15 @@ def run(args):
             "give exactly one of --model-dir, --saved-model and --ctranslate2."
         )
     check_at_least(args.beam_width, "--beam-width")
+    if args.saved_model and args.length_penalty is not None:
+        raise UsageError(
+            "--length-penalty applies to --model-dir and --ctranslate2; a "
+            "SavedModel ranks its beams with the penalty it was exported with."
+        )
     # Left out, each path's own API decides, and each reads
     # `keras_seq.defaults`: the command adds no default of its own.
-    options = {} if args.beam_width is None else {"beam_width": args.beam_width}
+    chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
+    options = {name: value for name, value in chosen.items() if value is not None}
     if args.ctranslate2:
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, **options
@@ -70,7 +86,9 @@ def run(args):
             )
     else:
         trained = load_model_dir(args.model_dir, "translate")
-        with named_as_flags(beam_width="--beam-width"):
+        with named_as_flags(
+            beam_width="--beam-width", length_penalty="--length-penalty"
+        ):
             trained.check_translate_options(**options)
         sentences = read_texts(args.texts)
         with truncation_note():

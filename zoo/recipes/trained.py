@@ -10,7 +10,8 @@ module imports no training code, no family module and no Keras at its top.
 import dataclasses
 import typing
 
-from keras_seq.validation import check_int_in
+from keras_seq import defaults
+from keras_seq.validation import check_finite, check_int_in
 from zoo.recipes import inference
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import TranslatorSettings
@@ -303,7 +304,10 @@ class TrainedModel:
         return config.get("target_vocabulary_size", config.get("vocabulary_size"))
 
     def check_translate_options(
-        self, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+        self,
+        beam_width=TranslatorSettings.beam_width,
+        max_new_tokens=None,
+        length_penalty=defaults.LENGTH_PENALTY,
     ):
         """Refuses options of `translate` this model cannot honour.
 
@@ -323,9 +327,14 @@ class TrainedModel:
             max_new_tokens, "max_new_tokens", 1, limit and limit - 1,
             "the model's max_length - 1",
         )  # fmt: skip
+        check_finite(length_penalty, "length_penalty")
 
     def translate(
-        self, texts, beam_width=TranslatorSettings.beam_width, max_new_tokens=None
+        self,
+        texts,
+        beam_width=TranslatorSettings.beam_width,
+        max_new_tokens=None,
+        length_penalty=defaults.LENGTH_PENALTY,
     ):
         """Translates sentences, one output per input (blank in, "" out).
 
@@ -339,6 +348,10 @@ class TrainedModel:
                 search; 1 decodes greedily.
             max_new_tokens: int in [1, max_length - 1], or None (as many
                 as the model allows).
+            length_penalty: float alpha of GNMT's length penalty
+                `((5 + n) / 6) ** alpha` that divides a beam's summed
+                log-probability when the beams are ranked (0: by the sum);
+                greedy decoding ranks nothing, so it leaves the output.
 
         Returns:
             A list of str, or one str for one str.
@@ -347,13 +360,19 @@ class TrainedModel:
             ValueError: for an option out of its bounds, before any work.
             TypeError: when `texts` is not a str or a list of str.
         """
-        self.check_translate_options(beam_width, max_new_tokens)
+        self.check_translate_options(beam_width, max_new_tokens, length_penalty)
         if isinstance(texts, str):
-            return self.translate([texts], beam_width, max_new_tokens)[0]
+            return self.translate([texts], beam_width, max_new_tokens, length_penalty)[
+                0
+            ]
         texts = check_text_list(texts, "texts")
-        options = (
-            {} if beam_width == 1 else {"strategy": "beam", "beam_width": beam_width}
-        )
+        options = {}
+        if beam_width > 1:
+            options = {
+                "strategy": "beam",
+                "beam_width": beam_width,
+                "length_penalty": length_penalty,
+            }
         return inference.translate_texts(
             self.model,
             self.preprocessor,

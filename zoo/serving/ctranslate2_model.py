@@ -23,7 +23,6 @@ file, before CTranslate2 reads it where it can be checked.
 """
 
 import json
-import math
 import os
 import sys
 
@@ -32,6 +31,7 @@ import numpy as np
 from keras_seq import defaults
 from keras_seq.text.portable_tokenizer import PortableTokenizer
 from keras_seq.text.vocabulary import END_ID, RESERVED_TOKENS
+from keras_seq.validation import check_finite, check_int_in
 from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, ServableBase
 
 EXPORT_FILE = "keras_seq.json"
@@ -269,14 +269,8 @@ class CTranslate2Model:
             finds fewer): the target ids (no start or end token) and the
             length-normalised score.
         """
-        if isinstance(beam_width, bool) or not isinstance(beam_width, int):
-            raise TypeError(f"`beam_width` must be an int; received {beam_width!r}.")
-        if beam_width < 1:
-            raise ValueError(f"`beam_width` must be >= 1; received {beam_width}.")
-        if not math.isfinite(length_penalty):
-            raise ValueError(
-                f"`length_penalty` must be finite; received {length_penalty}."
-            )
+        check_int_in(beam_width, "beam_width", 1, allow_none=False)
+        check_finite(length_penalty, "length_penalty")
         results = self.translator.translate_batch(
             self.source_tokenizer.id_to_token_rows(rows),
             max_batch_size=max_batch_size,

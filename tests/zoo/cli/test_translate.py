@@ -94,3 +94,50 @@ def test_ctranslate2_and_the_model_dir_agree_at_the_defaults(translator_run, tmp
     lines = results["--model-dir"].stdout.splitlines()
     assert len(lines) == len(sentences) and any(lines)
     assert results["--ctranslate2"].stdout.splitlines() == lines
+
+
+def test_the_length_penalty_reaches_the_model_dir_and_ctranslate2(
+    translator_run, tmp_path
+):
+    """--length-penalty ranks the beams of both paths alike (the defaults'
+    0.6 is held above), and a value either cannot honour is refused by the
+    flag's name before any input is read."""
+    pytest.importorskip("ctranslate2")
+    from zoo.recipes.model_dir import load_model_dir
+
+    out = translator_run[0]
+    export_dir = tmp_path / "ct2"
+    exported = run_cli(
+        "export", "--model-dir", out, "--export-dir", export_dir,
+        "--format", "ctranslate2", in_process=True,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    sentences = ("Ich sehe du.", "Er mag sie.", "wir kennen ich.", "Du rufe er.")
+    trained = load_model_dir(out)
+    for alpha in (0.0, 2.0):
+        expected = trained.translate(
+            list(sentences), beam_width=3, length_penalty=alpha
+        )
+        for flag, path in (("--model-dir", out), ("--ctranslate2", export_dir)):
+            result = run_cli(
+                "translate", flag, path, "--beam-width", "3",
+                "--length-penalty", str(alpha), *sentences, in_process=True,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr[-2000:]
+            assert result.stdout.splitlines() == expected, (flag, alpha)
+    nan = run_cli(
+        "translate", "--model-dir", out, "--length-penalty", "nan", "hallo.",
+        in_process=True,
+    )  # fmt: skip
+    assert nan.returncode != 0 and "Traceback" not in nan.stderr
+    assert "--length-penalty must be a finite number; received nan" in nan.stderr
+    exported_graph = run_cli(
+        "translate", "--saved-model", tmp_path, "--length-penalty", "1", "hallo.",
+        in_process=True,
+    )  # fmt: skip
+    assert exported_graph.returncode != 0
+    assert "--length-penalty applies to --model-dir and --ctranslate2" in (
+        exported_graph.stderr
+    )
+    with pytest.raises(ValueError, match="`length_penalty` must be a finite number"):
+        trained.translate("hallo.", length_penalty=float("inf"))
