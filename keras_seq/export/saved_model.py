@@ -5,9 +5,9 @@ Each export writes `<export_dir>/<version>/` with `keras.export.ExportArchive`
 artifact is self-contained). Every export takes the model's preprocessor
 (`keras_seq.text`), and inside every string signature the graph turns text
 into ids with it exactly as in process: invalid UTF-8 becomes U+FFFD, the
-text is normalised (`normalize_graph`), tokenized with the keras-hub
-WordPiece tokenizer (TensorFlow Text ops) and cut by the preprocessor's
-rule; the graph decodes with the same cached loops as `model.generate` and
+text is normalised (`normalize_graph`), tokenized with the preprocessor's
+tokenizers (WordPiece or SentencePiece, TensorFlow Text ops) and cut by
+its rule; the graph decodes with the same cached loops as `model.generate` and
 detokenizes with TensorFlow string ops. No Python runs at serving time, and
 no text crashes it: an empty batch gives an empty batch, an empty (or
 blank: no token at all) sentence gives an empty string, an over-long one
@@ -19,7 +19,7 @@ with 400).
 
 Loading needs only TensorFlow and TensorFlow Text:
 
-    import tensorflow as tf, tensorflow_text  # registers the WordPiece ops
+    import tensorflow as tf, tensorflow_text  # registers the text ops
     served = tf.saved_model.load("exported/1")
     served.signatures["serving_default"](sentences=tf.constant(["Hallo!"]))
 """
@@ -35,7 +35,6 @@ from keras_seq.generation import GenerativeModel
 from keras_seq.text import (
     END_ID,
     RESERVED_TOKENS,
-    START_ID,
     ClassificationPreprocessor,
     LanguageModelPreprocessor,
     TranslationPreprocessor,
@@ -224,11 +223,11 @@ README = """A keras-seq {what}, exported as a SavedModel: strings in, strings ou
 
 Signatures: {signatures}.
 
-Its text pipeline runs TensorFlow Text's ops (such as FastWordpieceTokenizeWithOffsets,
-RegexSplitWithOffsets), which TensorFlow knows only once tensorflow_text is
-imported; without it, loading fails with "Op type not registered
-'RegexSplitWithOffsets'". Load it with the tensorflow-text release of the
-TensorFlow that exported it (TensorFlow {tensorflow}):
+Its text pipeline runs TensorFlow Text's ops ({ops}), which TensorFlow
+knows only once tensorflow_text is imported; without it, loading fails
+with "Op type not registered" and one of these names. Load it with the
+tensorflow-text release of the TensorFlow that exported it (TensorFlow
+{tensorflow}):
 
     import tensorflow as tf
     import tensorflow_text  # registers the text ops the graph names
@@ -241,6 +240,28 @@ ops (an image of the same minor version; otherwise a custom-ops build);
 """
 
 
+def _text_ops(path):
+    """The op types of the SavedModel at `path` that TensorFlow itself does
+    not define: TensorFlow Text's (WordPiece's or SentencePiece's), read
+    from the written graph rather than listed by tokenizer, so the README
+    names what a loader will miss."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as file:
+        saved.ParseFromString(file.read())
+    graph = saved.meta_graphs[0].graph_def
+    nodes = list(graph.node)
+    for function in graph.library.function:
+        nodes.extend(function.node_def)
+    # `tf.raw_ops` holds every op TensorFlow's own build registers; an op
+    # library loaded later (tensorflow_text's) adds none to it.
+    core = set(dir(tf.raw_ops))
+    return sorted(
+        {n.op for n in nodes if n.op not in core and not n.op.startswith("_")}
+    )
+
+
 def _write_out(archive, endpoints, path, what):
     """Writes the archive with `endpoints` ({name: (function, input spec)})
     and the README beside `saved_model.pb`; the path."""
@@ -251,6 +272,7 @@ def _write_out(archive, endpoints, path, what):
     readme = README.format(
         what=what,
         signatures=", ".join(endpoints),
+        ops=", ".join(_text_ops(path)),
         tensorflow=tf.__version__,
         version=os.path.basename(path),
         argument=argument,
@@ -299,7 +321,6 @@ def _translator_beam_search(
                 beam_width=beam_width,
                 length_penalty=length_penalty,
                 num_return=num_return,
-                start_token_id=START_ID,
                 end_token_id=END_ID,
             )
             flat = tf.reshape(generated, [-1, max_new_tokens])
@@ -412,9 +433,7 @@ def export_translator(
     def greedy(sentences):
         def compute():
             ids = preprocessor.generate_preprocess(sentences)
-            generated = model.generate(
-                ids, max_new_tokens, start_token_id=START_ID, end_token_id=END_ID
-            )
+            generated = model.generate(ids, max_new_tokens, end_token_id=END_ID)
             text = preprocessor.detokenize_graph(generated)
             return tf.where(_blank(ids), "", text)
 

@@ -20,6 +20,7 @@ from keras_seq.text.sentencepiece_tokenizer import (  # noqa: E402
     SentencePieceTokenizer,
     train_sentencepiece,
 )
+from tests import saved_models  # noqa: E402
 from tests.text.conftest import english_sentences, to_german  # noqa: E402
 
 pytest.importorskip("sentencepiece")
@@ -75,6 +76,19 @@ def test_the_models_travel_as_assets(exported):
     assets = {p.name: p.read_bytes() for p in (pathlib.Path(path) / "assets").iterdir()}
     assert assets["source.spm"] == preprocessor.source_tokenizer.proto
     assert assets["target.spm"] == preprocessor.target_tokenizer.proto
+
+
+def test_the_readme_names_the_sentencepiece_ops_a_loader_needs(exported):
+    """The README lists SentencePiece's ops, not WordPiece's, and loading
+    without `import tensorflow_text` fails on one of those it lists."""
+    path = exported[0]
+    text = saved_models.readme(path)
+    ops = text.split("TensorFlow Text's ops (", 1)[1].split(")", 1)[0].split(", ")
+    assert "SentencepieceOp" in ops and "SentencepieceTokenizeOp" in ops
+    assert "FastWordpieceTokenizeWithOffsets" not in ops
+    error = saved_models.load_without_text_ops(path)
+    assert error.startswith("Op type not registered '"), error
+    assert error.split("'")[1] in ops
 
 
 def test_a_ctranslate2_directory_tokenizes_as_the_preprocessor(exported, tmp_path):
