@@ -89,6 +89,39 @@ def _check_config(config):
         )
 
 
+def _embeddings(config):
+    """The source and target `TokenAndPositionEmbedding` of a translator's
+    `config`: one table when `tie_embeddings`, and the logits bias with the
+    table the output is tied to, where it lives."""
+
+    def embedding(vocabulary_size, name, output_bias):
+        return TokenAndPositionEmbedding(
+            vocabulary_size,
+            config["max_length"],
+            config["model_dim"],
+            positional=config["positional"],
+            scale_embeddings=config["scale_embeddings"],
+            sinusoidal_layout=config["sinusoidal_layout"],
+            output_bias=output_bias,
+            name=name,
+        )
+
+    tie_embeddings = config["tie_embeddings"]
+    tied_output = tie_embeddings or config["tie_output_embedding"]
+    output_bias = tied_output and bool(config["logits_bias"])
+    source = embedding(
+        config["source_vocabulary_size"],
+        "source_embedding",
+        tie_embeddings and output_bias,
+    )
+    if tie_embeddings:
+        return source, source
+    target = embedding(
+        config["target_vocabulary_size"], "target_embedding", output_bias
+    )
+    return source, target
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class Translator(GenerativeModel, TokenIdsModel):
     """An encoder-decoder Transformer that maps source ids to target logits.
@@ -190,33 +223,7 @@ class Translator(GenerativeModel, TokenIdsModel):
 
         # Layers.
         tied_output = tie_embeddings or tie_output_embedding
-
-        def embedding(vocabulary_size, name, output_bias=False):
-            return TokenAndPositionEmbedding(
-                vocabulary_size,
-                max_length,
-                model_dim,
-                positional=positional,
-                scale_embeddings=scale_embeddings,
-                sinusoidal_layout=sinusoidal_layout,
-                output_bias=output_bias,
-                name=name,
-            )
-
-        # The tied output layer's bias lives with the table it is tied to.
-        output_bias = tied_output and bool(logits_bias)
-        source_embedding = embedding(
-            source_vocabulary_size,
-            "source_embedding",
-            output_bias=tie_embeddings and output_bias,
-        )
-        target_embedding = (
-            source_embedding
-            if tie_embeddings
-            else embedding(
-                target_vocabulary_size, "target_embedding", output_bias=output_bias
-            )
-        )
+        source_embedding, target_embedding = _embeddings(config)
         encoder_blocks = [
             TransformerEncoderBlock(**block_kwargs, name=f"encoder_block_{i}")
             for i in range(num_encoder_layers)

@@ -196,6 +196,50 @@ def beam_search(
     finished = ops.zeros((batch_size, k), "bool")
     lengths = ops.zeros((batch_size, k), "int32")
     offsets = ops.arange(batch_size, dtype="int32")[:, None] * k  # (B, 1)
+    carry = (tokens, scores, finished, lengths, state)
+    general = log_probs_fn is not None or return_token_scores
+    if general:
+        # The controls' and the scores' loop, in `keras.ops` on every
+        # backend; the plain steps (`_plain_advance`, `_eager_advance`)
+        # stay as they were.
+        advance = _scoring_advance(
+            step_fn, reorder_fn, log_probs_fn, batch_size, k, end_token_id
+        )
+        carry = carry + (ops.zeros((rows, max_new_tokens + 1), "float32"),)
+    elif current_policy().compiled:
+        advance = _plain_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
+    else:
+        advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
+    if not current_policy().compiled:
+        carry = _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check)
+    elif stops:
+        carry = _run_until_finished(
+            advance,
+            carry,
+            max_new_tokens,
+            steps_per_check or default_steps_per_check(),
+        )
+    else:
+        carry = ops.fori_loop(0, max_new_tokens, advance, carry)
+    tokens, scores, finished, lengths = carry[:4]
+    normalised = scores / length_penalty_factor(ops.maximum(lengths, 1), length_penalty)
+    best, order = ops.top_k(normalised, num_return)  # (B, num_return)
+    order = ops.reshape(ops.cast(order, "int32") + offsets, (-1,))
+    ids = ops.take(tokens[:, 1:], order, axis=0)
+    ids = ops.reshape(ids, (batch_size, num_return, max_new_tokens))
+    if not return_token_scores:
+        return ids, best
+    token_scores = ops.take(carry[5][:, 1:], order, axis=0)
+    shape = (batch_size, num_return, max_new_tokens)
+    return ids, best, ops.reshape(token_scores, shape)
+
+
+def _plain_advance(step_fn, reorder_fn, batch_size, k, end_token_id):
+    """`beam_search`'s step: `(index, carry) -> carry` over (tokens, scores,
+    finished, lengths, state), choosing the K best of the beams' K * K
+    continuations."""
+    rows = batch_size * k
+    offsets = ops.arange(batch_size, dtype="int32")[:, None] * k  # (B, 1)
 
     def advance(index, carry):
         tokens, scores, finished, lengths, state = carry
@@ -233,39 +277,7 @@ def beam_search(
         )
         return tokens, scores, finished, lengths, state
 
-    carry = (tokens, scores, finished, lengths, state)
-    general = log_probs_fn is not None or return_token_scores
-    if general:
-        # The controls' and the scores' loop, in `keras.ops` on every
-        # backend; the plain loops above and below stay as they were.
-        advance = _scoring_advance(
-            step_fn, reorder_fn, log_probs_fn, batch_size, k, end_token_id
-        )
-        carry = carry + (ops.zeros((rows, max_new_tokens + 1), "float32"),)
-    if not current_policy().compiled:
-        if not general:
-            advance = _eager_advance(step_fn, reorder_fn, batch_size, k, end_token_id)
-        carry = _run_eagerly(advance, carry, max_new_tokens, stops, steps_per_check)
-    elif stops:
-        carry = _run_until_finished(
-            advance,
-            carry,
-            max_new_tokens,
-            steps_per_check or default_steps_per_check(),
-        )
-    else:
-        carry = ops.fori_loop(0, max_new_tokens, advance, carry)
-    tokens, scores, finished, lengths = carry[:4]
-    normalised = scores / length_penalty_factor(ops.maximum(lengths, 1), length_penalty)
-    best, order = ops.top_k(normalised, num_return)  # (B, num_return)
-    order = ops.reshape(ops.cast(order, "int32") + offsets, (-1,))
-    ids = ops.take(tokens[:, 1:], order, axis=0)
-    ids = ops.reshape(ids, (batch_size, num_return, max_new_tokens))
-    if not return_token_scores:
-        return ids, best
-    token_scores = ops.take(carry[5][:, 1:], order, axis=0)
-    shape = (batch_size, num_return, max_new_tokens)
-    return ids, best, ops.reshape(token_scores, shape)
+    return advance
 
 
 def _scoring_advance(step_fn, reorder_fn, log_probs_fn, batch_size, k, end_token_id):

@@ -107,6 +107,21 @@ def translator_run(tmp_path_factory):
     return out, data, result
 
 
+@pytest.fixture(scope="session")
+def translator_ctranslate2(translator_run, tmp_path_factory):
+    """`translator_run` exported by `keras-seq export --format ctranslate2`
+    (float32), once for the tests of `export` and `translate`; the
+    directory."""
+    pytest.importorskip("ctranslate2")
+    export_dir = tmp_path_factory.mktemp("ctranslate2") / "translator"
+    exported = run_cli(
+        "export", "--model-dir", translator_run[0], "--export-dir", export_dir,
+        "--format", "ctranslate2", in_process=True,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    return export_dir
+
+
 _WRITERS = {
     "rnn-translator": write_pairs,
     "classifier": write_labels,

@@ -113,15 +113,10 @@ def test_a_beam_width_the_export_cannot_decode_is_one_line(exported, width, reas
     )
 
 
-def test_export_ctranslate2_then_translate_without_tensorflow(translator_run, tmp_path):
-    pytest.importorskip("ctranslate2")
-    out = translator_run[0]
-    export_dir = tmp_path / "ct2"
-    exported = run_cli(
-        "export", "--model-dir", out, "--export-dir", export_dir,
-        "--format", "ctranslate2", in_process=True,
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr[-2000:]
+def test_export_ctranslate2_then_translate_without_tensorflow(
+    translator_run, translator_ctranslate2
+):
+    out, export_dir = translator_run[0], translator_ctranslate2
     assert (export_dir / "model.bin").is_file()
     sentences = (*SENTENCES, "")
     direct = run_cli(

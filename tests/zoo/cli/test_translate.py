@@ -73,17 +73,12 @@ def test_a_lowercased_directory_loads_and_translates(tiny_runs, tmp_path):
         assert result.stdout.splitlines() == lines
 
 
-def test_ctranslate2_and_the_model_dir_agree_at_the_defaults(translator_run, tmp_path):
+def test_ctranslate2_and_the_model_dir_agree_at_the_defaults(
+    translator_run, translator_ctranslate2
+):
     """Both decode with `keras_seq.defaults` (4 beams, GNMT length penalty
     0.6) when --beam-width is left out, and give the same strings."""
-    pytest.importorskip("ctranslate2")
-    out = translator_run[0]
-    export_dir = tmp_path / "ct2"
-    exported = run_cli(
-        "export", "--model-dir", out, "--export-dir", export_dir,
-        "--format", "ctranslate2", in_process=True,
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr[-2000:]
+    out, export_dir = translator_run[0], translator_ctranslate2
     sentences = ("Ich sehe du.", "Er mag sie.", "wir kennen ich.", "Du rufe er.")
     results = {
         flag: run_cli("translate", flag, path, *sentences, in_process=True)
@@ -97,21 +92,14 @@ def test_ctranslate2_and_the_model_dir_agree_at_the_defaults(translator_run, tmp
 
 
 def test_the_length_penalty_reaches_the_model_dir_and_ctranslate2(
-    translator_run, tmp_path
+    translator_run, translator_ctranslate2, tmp_path
 ):
     """--length-penalty ranks the beams of both paths alike (the defaults'
     0.6 is held above), and a value either cannot honour is refused by the
     flag's name before any input is read."""
-    pytest.importorskip("ctranslate2")
     from zoo.recipes.model_dir import load_model_dir
 
-    out = translator_run[0]
-    export_dir = tmp_path / "ct2"
-    exported = run_cli(
-        "export", "--model-dir", out, "--export-dir", export_dir,
-        "--format", "ctranslate2", in_process=True,
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr[-2000:]
+    out, export_dir = translator_run[0], translator_ctranslate2
     sentences = ("Ich sehe du.", "Er mag sie.", "wir kennen ich.", "Du rufe er.")
     trained = load_model_dir(out)
     for alpha in (0.0, 2.0):
