@@ -98,6 +98,7 @@ for flag in ("--model-dir", "--ctranslate2"):
 bound = inspect.signature(TrainedModel.translate).bind(None, [], **calls["model-dir"])
 bound.apply_defaults()
 found["beam_width"]["translate --model-dir"] = bound.arguments["beam_width"]
+found["length_penalty"]["translate --model-dir"] = bound.arguments["length_penalty"]
 bound = inspect.signature(ctranslate2_model.translate_command).bind(
     "x", [], **calls["ctranslate2"]
 )
@@ -146,7 +147,7 @@ def test_every_translating_path_reads_the_one_home():
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.splitlines()[-1])
     beams, penalties = found["beam_width"], found["length_penalty"]
-    assert len(beams) == 10 and len(penalties) == 7, found
+    assert len(beams) == 10 and len(penalties) == 10, found
     assert beams == dict.fromkeys(beams, 3), beams
     assert penalties == dict.fromkeys(penalties, 0.35), penalties
     # The length: the model's own (None: its max_length - 1) on every path.
