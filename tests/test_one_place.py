@@ -1,8 +1,11 @@
 """The ideas written once: what `docs/architecture.md` calls "the one
 place" of each, held by a search of the code."""
 
+import ast
 import pathlib
 import re
+
+from tests.test_imports import _imported, _modules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -28,8 +31,53 @@ def test_padding_masks_come_from_the_one_helper():
     assert found == []
 
 
+def _zoo_imports(name, path):
+    """What module `name` of `keras_seq` loads from `zoo`: its import
+    statements anywhere in the file (the import graph of `test_imports`) and
+    the names it hands to `importlib.import_module` or `__import__`."""
+    found = {
+        imported
+        for imported in _imported(name, path, path.name == "__init__.py", _modules())
+        if imported.split(".")[0] == "zoo"
+    }
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and node.args:
+            function = node.func
+            called = getattr(function, "attr", getattr(function, "id", ""))
+            first = node.args[0]
+            if (
+                called in ("import_module", "__import__")
+                and isinstance(first, ast.Constant)
+                and str(first.value).split(".")[0] == "zoo"
+            ):
+                found.add(first.value)
+    return found
+
+
 def test_the_library_never_imports_the_zoo():
-    assert _matches(r"^\s*(from|import) zoo\b", "keras_seq") == []
+    found = {
+        name: sorted(imported)
+        for name, (path, _) in _modules().items()
+        if name.split(".")[0] == "keras_seq"
+        for imported in [_zoo_imports(name, path)]
+        if imported
+    }
+    assert found == {}, f"keras_seq modules that load zoo: {found}"
+
+
+def test_the_zoo_import_finder_sees_every_form(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "import importlib\n"
+        "def late():\n"
+        "    from zoo.recipes import families\n"
+        "    return importlib.import_module('zoo.cli'), __import__('zoo')\n"
+    )
+    assert _zoo_imports("keras_seq.probe", path) == {
+        "zoo.recipes.families",
+        "zoo.cli",
+        "zoo",
+    }
 
 
 def test_decoding_defaults_are_written_once():
