@@ -237,3 +237,33 @@ def check_prefix_ids(prefix_ids, batch_size, max_new_tokens, size=None):
         check_token_id_list(row, "prefix_ids", size, 1)
         padded[index, : len(row)] = row
     return padded
+
+
+def check_control_values(
+    max_new_tokens=None,
+    min_new_tokens=None,
+    no_repeat_ngram_size=None,
+    repetition_penalty=None,
+    suppress_unknown=False,
+):
+    """Refuses a control's value out of its range, naming the argument.
+
+    The one check of the scalar decoding controls: `generate` and
+    `beam_search` call it, and so do the application's paths before they
+    tokenize anything.
+
+    Args:
+        max_new_tokens: int or None, the bound of `min_new_tokens` (None:
+            none).
+        min_new_tokens, no_repeat_ngram_size: None or an int >= 0.
+        repetition_penalty: None or a finite float > 0.
+        suppress_unknown: bool.
+
+    Raises:
+        TypeError, ValueError: naming the argument and its range.
+    """
+    check_int_in(min_new_tokens, "min_new_tokens", 0, max_new_tokens, "max_new_tokens")
+    check_int_in(no_repeat_ngram_size, "no_repeat_ngram_size", 0)
+    if repetition_penalty is not None:
+        check_finite(repetition_penalty, "repetition_penalty", above_zero=True)
+    check_bool(suppress_unknown, "suppress_unknown")

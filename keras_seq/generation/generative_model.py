@@ -58,6 +58,7 @@ from keras_seq.masks import (
 from keras_seq.text import END_ID, START_ID, UNK_ID
 from keras_seq.validation import (
     check_bool,
+    check_control_values,
     check_finite,
     check_int_in,
     check_positive_int,
@@ -725,14 +726,14 @@ class GenerativeModel:
         size = self.label_size()[0] if hasattr(self, "label_size") else None
         if prefix_ids is not None:
             prefix_ids = _prefix_rows(prefix_ids, token_ids, max_new_tokens, size)
-        check_int_in(
-            min_new_tokens, "min_new_tokens", 0, max_new_tokens, "max_new_tokens"
+        check_control_values(
+            max_new_tokens,
+            min_new_tokens,
+            no_repeat_ngram_size,
+            repetition_penalty,
+            suppress_unknown,
         )
-        check_int_in(no_repeat_ngram_size, "no_repeat_ngram_size", 0)
-        if repetition_penalty is not None:
-            check_finite(repetition_penalty, "repetition_penalty", above_zero=True)
         suppressed = check_token_id_list(suppress_token_ids, "suppress_token_ids", size)
-        check_bool(suppress_unknown, "suppress_unknown")
         if suppress_unknown:
             suppressed += (self.unknown_token_id,)
         if suppressed and size is None:

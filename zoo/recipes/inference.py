@@ -3,8 +3,11 @@ sample a continuation. `TrainedModel` and the recipes' training (its
 validation BLEU, the language model's sample) both call these; each goes
 through the model's own `keras_seq.text` preprocessor."""
 
+import typing
+
 import numpy as np
 
+from keras_seq.text import END_ID
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import GenerateSettings
 
@@ -13,8 +16,52 @@ from zoo.recipes.settings import GenerateSettings
 SAMPLE_TOP_K = GenerateSettings.top_k
 
 
+class Scored(typing.NamedTuple):
+    """An output sentence, its tokens (the end token last, where written)
+    and each token's log-probability given the source and the tokens
+    before it (natural log)."""
+
+    text: str
+    tokens: list
+    log_probs: list
+
+    @property
+    def log_prob(self):
+        """The sentence's log-probability: its tokens' summed."""
+        return float(sum(self.log_probs))
+
+
+def _scored(text, ids, scores, vocabulary, end_token_id):
+    """`Scored` of one decoded row: its ids up to its end token, kept."""
+    ids = [int(i) for i in ids]
+    length = ids.index(end_token_id) + 1 if end_token_id in ids else len(ids)
+    return Scored(
+        text,
+        [vocabulary[i] for i in ids[:length]],
+        [float(v) for v in scores[:length]],
+    )
+
+
+def _prefix_rows(preprocessor, prefixes, positions):
+    """The target ids each batch row starts with: the tokens of its text's
+    `target_prefix`; the filler rows after the real ones force nothing."""
+    import tensorflow as tf
+
+    rows = preprocessor.tokenize_target(
+        tf.constant([prefixes[i] for i in positions], tf.string)
+    ).to_list()
+    return rows
+
+
 def translate_texts(
-    model, preprocessor, texts, batch_size=64, max_new_tokens=None, **generate_kwargs
+    model,
+    preprocessor,
+    texts,
+    batch_size=64,
+    max_new_tokens=None,
+    target_prefix=None,
+    return_scores=False,
+    **generate_kwargs,
 ):
     """Translates Python strings with the model's cached decoding loop.
 
@@ -30,11 +77,17 @@ def translate_texts(
         texts: list of str.
         batch_size: int, sentences decoded together.
         max_new_tokens: int or None, default `preprocessor.length_limit - 1`.
+        target_prefix: None, or a list of str, one per text: the start of
+            its translation, tokenized by the target tokenizer and forced
+            (`generate`'s `prefix_ids`; "" forces nothing).
+        return_scores: bool, return `Scored` translations (each token's
+            log-probability) instead of str.
         **generate_kwargs: passed to `model.generate` (default greedy; e.g.
             `strategy="beam", beam_width=4`).
 
     Returns:
-        A list of str, one translation per text, in order.
+        A list of str (of `Scored` with `return_scores`), one translation
+        per text, in order.
 
     Raises:
         TypeError: when `texts` is one str, not a list of str.
@@ -42,15 +95,109 @@ def translate_texts(
     texts = check_text_list(texts)
     if not texts:
         return []
+    if target_prefix is not None:
+        target_prefix = check_text_list(target_prefix, "target_prefix")
+        if len(target_prefix) != len(texts):
+            raise ValueError(
+                f"`target_prefix` must hold one str per text ({len(texts)}); "
+                f"received {len(target_prefix)}."
+            )
     max_new_tokens = max_new_tokens or preprocessor.length_limit - 1
+    vocabulary = preprocessor.target_tokenizer.get_vocabulary()
+    end_token_id = generate_kwargs.get("end_token_id", END_ID)
     outputs = [""] * len(texts)
     for positions, batch, blank in preprocessor.decode_batches(texts, batch_size):
+        options = dict(generate_kwargs)
+        if target_prefix is not None:
+            rows = _prefix_rows(preprocessor, target_prefix, positions)
+            options["prefix_ids"] = rows + [[]] * (len(batch) - len(rows))
         generated = model.generate(
-            batch, max_new_tokens=max_new_tokens, **generate_kwargs
+            batch,
+            max_new_tokens=max_new_tokens,
+            return_scores=return_scores,
+            **options,
         )
-        decoded = preprocessor.detokenize(np.asarray(generated))
+        scores = None
+        if return_scores:
+            generated, scores = (np.asarray(part) for part in generated)
+        generated = np.asarray(generated)
+        decoded = preprocessor.detokenize(generated)
         for row, i in enumerate(positions):
-            outputs[i] = "" if blank[row] else decoded[row]
+            text = "" if blank[row] else decoded[row]
+            if return_scores:
+                # A blank source answers the end token, scored 0, as
+                # `generate` answers a row without tokens.
+                text = _scored(
+                    text, generated[row], scores[row], vocabulary, end_token_id
+                )
+            outputs[i] = text
+    return outputs
+
+
+def score_texts(model, preprocessor, sources, targets, batch_size=64):
+    """Teacher-forced log-probabilities of given translations, per token.
+
+    Each target is tokenized by the target tokenizer, `[END]` appended, and
+    scored by `model.score` after its source (the distribution greedy
+    decoding chooses from: the translation the model writes itself scores
+    what `translate_texts(..., return_scores=True)` gave it). A target
+    longer than the model can write (`max_length - 1` tokens, its end
+    token included) is cut to fit (a `TruncationWarning` says how many).
+
+    Args:
+        model: a translator with `score`.
+        preprocessor: its `keras_seq.text.TranslationPreprocessor`.
+        sources, targets: lists of str of equal length.
+        batch_size: int, pairs scored together.
+
+    Returns:
+        A list of `Scored`, one per pair, `text` the target as given.
+
+    Raises:
+        TypeError: when `sources` or `targets` is not a list of str.
+        ValueError: when their lengths differ.
+    """
+    import tensorflow as tf
+
+    from keras_seq.text.preprocessor import warn_cut
+
+    sources = check_text_list(sources, "sources")
+    targets = check_text_list(targets, "targets")
+    if len(sources) != len(targets):
+        raise ValueError(
+            f"`targets` must hold one str per source ({len(sources)}); "
+            f"received {len(targets)}."
+        )
+    if not sources:
+        return []
+    limit = getattr(model, "max_length", None) or preprocessor.length_limit
+    room = limit - 1  # `generate`'s most new tokens, the end token's included.
+    rows = preprocessor.tokenize_target(tf.constant(targets, tf.string)).to_list()
+    warn_cut(
+        sum(len(row) >= room for row in rows),
+        len(rows),
+        "targets",
+        f"{room - 1} tokens a target may hold before [END]",
+    )
+    rows = [row[: room - 1] + [END_ID] for row in rows]
+    # Widths from the buckets, so that few compiled loops exist.
+    widths = sorted({w for w in preprocessor.bucket_boundaries if w < room} | {room})
+    vocabulary = preprocessor.target_tokenizer.get_vocabulary()
+    outputs = [None] * len(sources)
+    for positions, batch, _ in preprocessor.decode_batches(sources, batch_size):
+        longest = max(len(rows[i]) for i in positions)
+        width = next(w for w in widths if w >= longest)
+        target_ids = np.zeros((len(batch), width), "int32")
+        for row, i in enumerate(positions):
+            target_ids[row, : len(rows[i])] = rows[i]
+        scores = np.asarray(model.score(batch, target_ids))
+        for row, i in enumerate(positions):
+            length = len(rows[i])
+            outputs[i] = Scored(
+                targets[i],
+                [vocabulary[t] for t in rows[i]],
+                [float(v) for v in scores[row, :length]],
+            )
     return outputs
 
 

@@ -11,7 +11,12 @@ import dataclasses
 import typing
 
 from keras_seq import defaults
-from keras_seq.validation import check_finite, check_int_in
+from keras_seq.validation import (
+    check_bool,
+    check_control_values,
+    check_finite,
+    check_int_in,
+)
 from zoo.recipes import inference
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import TranslatorSettings
@@ -308,6 +313,13 @@ class TrainedModel:
         beam_width=TranslatorSettings.beam_width,
         max_new_tokens=None,
         length_penalty=defaults.LENGTH_PENALTY,
+        *,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+        suppress_unknown=False,
+        return_scores=False,
     ):
         """Refuses options of `translate` this model cannot honour.
 
@@ -315,7 +327,8 @@ class TrainedModel:
         line calls it before it reads its input.
 
         Raises:
-            ValueError: naming the argument, its bound and the value.
+            TypeError, ValueError: naming the argument, its bound and the
+                value.
         """
         self._require("translate")
         check_int_in(
@@ -328,6 +341,35 @@ class TrainedModel:
             "the model's max_length - 1",
         )  # fmt: skip
         check_finite(length_penalty, "length_penalty")
+        check_control_values(
+            max_new_tokens or (limit and limit - 1),
+            min_new_tokens,
+            no_repeat_ngram_size,
+            repetition_penalty,
+            suppress_unknown,
+        )
+        self._suppressed_ids(suppress)
+        check_bool(return_scores, "return_scores")
+
+    def _suppressed_ids(self, suppress):
+        """The target ids of the tokens `suppress` names (None: none).
+
+        Raises:
+            TypeError: when `suppress` is not a list of str.
+            ValueError: naming a token the target vocabulary lacks.
+        """
+        if suppress is None:
+            return None
+        suppress = check_text_list(suppress, "suppress")
+        vocabulary = self.preprocessor.target_tokenizer.get_vocabulary()
+        ids = {token: i for i, token in enumerate(vocabulary)}
+        for token in suppress:
+            if token not in ids:
+                raise ValueError(
+                    f"`suppress` names {token!r}, which is no token of the "
+                    f"target vocabulary ({len(vocabulary)} tokens)."
+                )
+        return [ids[token] for token in suppress]
 
     def translate(
         self,
@@ -335,12 +377,21 @@ class TrainedModel:
         beam_width=TranslatorSettings.beam_width,
         max_new_tokens=None,
         length_penalty=defaults.LENGTH_PENALTY,
+        *,
+        target_prefix=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+        suppress_unknown=False,
+        return_scores=False,
     ):
         """Translates sentences, one output per input (blank in, "" out).
 
         A sentence longer than the model's `max_length` tokens is cut to
         it; a `TruncationWarning` says how many were (the preprocessor's
-        `decode_batches`).
+        `decode_batches`). The decoding controls are `generate`'s, with
+        text where it takes ids.
 
         Args:
             texts: a list of str, or one str (one sentence).
@@ -352,33 +403,102 @@ class TrainedModel:
                 `((5 + n) / 6) ** alpha` that divides a beam's summed
                 log-probability when the beams are ranked (0: by the sum);
                 greedy decoding ranks nothing, so it leaves the output.
+            target_prefix: None, or the start of each translation: a str
+                (one for every text) or a list of str (one per text),
+                tokenized by the target tokenizer and forced.
+            min_new_tokens: None or an int: no end token before that many
+                tokens.
+            no_repeat_ngram_size: None or an int n: no n-gram twice.
+            repetition_penalty: None or a float p > 0 (CTRL's).
+            suppress: None or a list of target tokens (str) never written.
+            suppress_unknown: bool, never write `[UNK]`.
+            return_scores: bool, return `keras_seq`-style `Scored`
+                translations (`text`, `tokens`, `log_probs`, `log_prob`)
+                instead of str.
 
         Returns:
-            A list of str, or one str for one str.
+            A list of str (of `Scored`), or one for one str.
 
         Raises:
             ValueError: for an option out of its bounds, before any work.
             TypeError: when `texts` is not a str or a list of str.
         """
-        self.check_translate_options(beam_width, max_new_tokens, length_penalty)
+        controls = {
+            "min_new_tokens": min_new_tokens,
+            "no_repeat_ngram_size": no_repeat_ngram_size,
+            "repetition_penalty": repetition_penalty,
+            "suppress_unknown": suppress_unknown,
+        }
+        self.check_translate_options(
+            beam_width,
+            max_new_tokens,
+            length_penalty,
+            suppress=suppress,
+            return_scores=return_scores,
+            **controls,
+        )
         if isinstance(texts, str):
-            return self.translate([texts], beam_width, max_new_tokens, length_penalty)[
-                0
-            ]
+            if target_prefix is not None and not isinstance(target_prefix, str):
+                raise TypeError(
+                    "`target_prefix` must be a str for one text; received "
+                    f"{type(target_prefix).__name__}."
+                )
+            return self.translate(
+                [texts],
+                beam_width,
+                max_new_tokens,
+                length_penalty,
+                target_prefix=target_prefix,
+                suppress=suppress,
+                return_scores=return_scores,
+                **controls,
+            )[0]
         texts = check_text_list(texts, "texts")
-        options = {}
+        if isinstance(target_prefix, str):
+            target_prefix = [target_prefix] * len(texts)
+        options = {name: value for name, value in controls.items() if value}
+        suppressed = self._suppressed_ids(suppress)
+        if suppressed:
+            options["suppress_token_ids"] = suppressed
         if beam_width > 1:
-            options = {
-                "strategy": "beam",
-                "beam_width": beam_width,
-                "length_penalty": length_penalty,
-            }
+            options.update(
+                strategy="beam", beam_width=beam_width, length_penalty=length_penalty
+            )
         return inference.translate_texts(
             self.model,
             self.preprocessor,
             texts,
             max_new_tokens=max_new_tokens,
+            target_prefix=target_prefix,
+            return_scores=return_scores,
             **options,
+        )
+
+    def score(self, sources, targets, batch_size=64):
+        """The log-probability the model gives each token of given
+        translations, after their sources (teacher-forced, batched): what
+        `translate(..., return_scores=True)` gives the translation it
+        writes itself.
+
+        Args:
+            sources, targets: lists of str of equal length (or one str
+                each, for one pair).
+            batch_size: int, pairs scored together.
+
+        Returns:
+            A list of `Scored` (`text` the target, `tokens` with `[END]`
+            last, `log_probs`, `log_prob` their sum), or one for one pair.
+
+        Raises:
+            TypeError, ValueError: for texts that are no list of str, or
+                lists of different lengths, before any work.
+        """
+        self._require("translate")
+        if isinstance(sources, str) and isinstance(targets, str):
+            return self.score([sources], [targets], batch_size)[0]
+        check_int_in(batch_size, "batch_size", 1)
+        return inference.score_texts(
+            self.model, self.preprocessor, sources, targets, batch_size
         )
 
     def classify(self, texts):
