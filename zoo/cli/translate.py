@@ -48,8 +48,67 @@ def add_parser(commands):
         f"{defaults.LENGTH_PENALTY}); with --model-dir or --ctranslate2, as a "
         "SavedModel ranks with the penalty it was exported with",
     )
+    add_control_arguments(parser)
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
+
+
+# The decoding controls: flag -> `TrainedModel.translate`'s argument.
+CONTROL_FLAGS = {
+    "--target-prefix": "target_prefix",
+    "--min-new-tokens": "min_new_tokens",
+    "--no-repeat-ngram-size": "no_repeat_ngram_size",
+    "--repetition-penalty": "repetition_penalty",
+    "--suppress": "suppress",
+    "--suppress-unknown": "suppress_unknown",
+    "--scores": "return_scores",
+}
+
+
+def add_control_arguments(parser):
+    """The decoding controls of `TrainedModel.translate`, as flags (with
+    --model-dir); their bounds are the API's."""
+    group = parser.add_argument_group("decoding controls (with --model-dir)")
+    group.add_argument(
+        "--target-prefix",
+        default=None,
+        help="the start of every translation, forced, then continued",
+    )
+    group.add_argument(
+        "--min-new-tokens", type=int, default=None,
+        help="no end token before this many tokens",
+    )  # fmt: skip
+    group.add_argument(
+        "--no-repeat-ngram-size", type=int, default=None,
+        help="no n-gram of this size twice in a translation",
+    )  # fmt: skip
+    group.add_argument(
+        "--repetition-penalty", type=float, default=None,
+        help="CTRL's penalty p > 0 of the tokens written (p > 1: fewer repeats)",
+    )  # fmt: skip
+    group.add_argument(
+        "--suppress", action="append", default=None, metavar="TOKEN",
+        help="a target token never written (repeat the flag for more)",
+    )  # fmt: skip
+    group.add_argument(
+        "--suppress-unknown", action="store_true", default=None,
+        help="never write [UNK]",
+    )  # fmt: skip
+    group.add_argument(
+        "--scores", action="store_true", default=None,
+        help="print each translation's log-probability after a tab",
+    )  # fmt: skip
+
+
+def _controls(args):
+    """The controls given: `TrainedModel.translate`'s argument -> value."""
+    given = {
+        name: getattr(args, name)
+        for name in CONTROL_FLAGS.values()
+        if name != "return_scores"
+    }
+    given["return_scores"] = args.scores
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def run(args):
@@ -73,6 +132,14 @@ def run(args):
     # `keras_seq.defaults`: the command adds no default of its own.
     chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
     options = {name: value for name, value in chosen.items() if value is not None}
+    controls = _controls(args)
+    if controls and not args.model_dir:
+        flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
+        named = ", ".join(flags[name] for name in controls)
+        raise UsageError(
+            f"{named}: the decoding controls apply to --model-dir; a "
+            "SavedModel and a CTranslate2 export decode without them here."
+        )
     if args.ctranslate2:
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, **options
@@ -86,13 +153,17 @@ def run(args):
             )
     else:
         trained = load_model_dir(args.model_dir, "translate")
+        flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
         with named_as_flags(
-            beam_width="--beam-width", length_penalty="--length-penalty"
+            beam_width="--beam-width", length_penalty="--length-penalty", **flags
         ):
-            trained.check_translate_options(**options)
-        sentences = read_texts(args.texts)
-        with truncation_note():
-            outputs = trained.translate(sentences, **options)
+            checked = {k: v for k, v in controls.items() if k != "target_prefix"}
+            trained.check_translate_options(**options, **checked)
+            sentences = read_texts(args.texts)
+            with truncation_note():
+                outputs = trained.translate(sentences, **options, **controls)
+        if controls.get("return_scores"):
+            outputs = [f"{output.text}\t{output.log_prob:.4f}" for output in outputs]
     for output in outputs:
         print(output)
     return 0

@@ -1,0 +1,112 @@
+"""`keras-seq score` and `keras-seq translate`'s decoding controls: the
+figures of `TrainedModel.score` and `TrainedModel.translate`, and the
+refusals, naming the flags."""
+
+import numpy as np
+import pytest
+
+from tests.zoo.conftest import run_cli
+
+PAIRS = ["ich sehe du.\ti see you.", "er mag sie.\the likes her.", "du.\t"]
+
+
+@pytest.fixture(scope="module")
+def trained(translator_run):
+    from zoo import load_model_dir
+
+    return load_model_dir(translator_run[0])
+
+
+def test_score_prints_what_trained_score_gives(translator_run, trained):
+    result = run_cli(
+        "score", "--model-dir", translator_run[0], "--tokens", *PAIRS,
+        in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    sources, targets = zip(*(pair.split("\t") for pair in PAIRS))
+    expected = trained.score(list(sources), list(targets))
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(PAIRS)
+    for line, scored in zip(lines, expected):
+        total, mean, pieces = line.split("\t")
+        assert float(total) == pytest.approx(scored.log_prob, abs=1e-3)
+        assert float(mean) == pytest.approx(
+            scored.log_prob / len(scored.tokens), abs=1e-3
+        )
+        tokens = [piece.rsplit("=", 1) for piece in pieces.split(" ")]
+        assert [t for t, _ in tokens] == scored.tokens
+        np.testing.assert_allclose(
+            [float(v) for _, v in tokens], scored.log_probs, atol=1e-3
+        )
+    assert expected[2].tokens == ["[END]"] and expected[0].tokens[-1] == "[END]"
+    by_stdin = run_cli(
+        "score", "--model-dir", translator_run[0], input="\n".join(PAIRS) + "\n",
+        in_process=True,
+    )  # fmt: skip
+    assert by_stdin.stdout.splitlines() == [line.rsplit("\t", 1)[0] for line in lines]
+
+
+def test_score_refuses_a_line_without_a_tab(translator_run):
+    result = run_cli(
+        "score", "--model-dir", translator_run[0], PAIRS[0], "er mag sie.",
+        in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "pair 2 has no tab; expected source<TAB>target" in result.stderr
+    batch = run_cli(
+        "score", "--model-dir", translator_run[0], "--batch-size", "0", *PAIRS,
+        in_process=True,
+    )  # fmt: skip
+    assert batch.returncode == 1 and "--batch-size must be" in batch.stderr
+
+
+def test_translate_scores_and_controls_reach_the_model_dir(translator_run, trained):
+    out = translator_run[0]
+    sentences = ["ich sehe du.", "er mag sie."]
+    result = run_cli(
+        "translate", "--model-dir", out, "--scores", "--beam-width", "1",
+        *sentences, in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    expected = trained.translate(sentences, beam_width=1, return_scores=True)
+    for line, scored in zip(result.stdout.splitlines(), expected):
+        text, log_prob = line.rsplit("\t", 1)
+        assert text == scored.text
+        assert float(log_prob) == pytest.approx(scored.log_prob, abs=1e-3)
+    prefixed = run_cli(
+        "translate", "--model-dir", out, "--target-prefix", "she", "--suppress",
+        "[UNK]", "--no-repeat-ngram-size", "2", *sentences, in_process=True,
+    )  # fmt: skip
+    assert prefixed.returncode == 0, prefixed.stderr[-2000:]
+    assert prefixed.stdout.splitlines() == trained.translate(
+        sentences, target_prefix="she", suppress=["[UNK]"], no_repeat_ngram_size=2
+    )
+    assert all(line.startswith("she") for line in prefixed.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--repetition-penalty", "nan"], "--repetition-penalty must be"),
+        (["--suppress", "nowhere"], "--suppress names 'nowhere', which is no token"),
+        (["--min-new-tokens", "-1"], "--min-new-tokens must be"),
+    ],
+)
+def test_translate_refuses_a_control_naming_its_flag(translator_run, flags, message):
+    result = run_cli(
+        "translate", "--model-dir", translator_run[0], *flags, "du.", in_process=True
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_controls_are_refused_off_the_model_dir(tmp_path):
+    result = run_cli(
+        "translate", "--saved-model", tmp_path, "--scores", "--target-prefix", "x",
+        "du.", in_process=True,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert (
+        "--target-prefix, --scores: the decoding controls apply to --model-dir"
+        in result.stderr
+    )
