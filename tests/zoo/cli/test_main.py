@@ -48,6 +48,7 @@ _REQUIRED = {
     "evaluate": ["--model-dir", "m"],
     "classify": ["--model-dir", "m"],
     "generate": ["--model-dir", "m"],
+    "score": ["--model-dir", "m"],
     "export": ["--model-dir", "m", "--export-dir", "e"],
     "import": ["d", "--output-dir", "o"],
 }
