@@ -341,6 +341,51 @@ def _translator_beam_search(
     return beam
 
 
+def _translator_score(model, preprocessor, max_new_tokens):
+    """The `score` signature's function: (sentence, target) pairs -> each
+    target token's teacher-forced log-probability, `[END]` appended, as
+    `TrainedModel.score`."""
+
+    def score(sentences, targets):
+        tf.debugging.assert_equal(
+            tf.size(sentences),
+            tf.size(targets),
+            message="`targets` must hold one string per sentence",
+        )
+
+        def compute():
+            ids = preprocessor.generate_preprocess(sentences)
+            # Cut to leave room for [END]; the width is the model's most new
+            # tokens, so that one compiled loop serves every batch.
+            rows = preprocessor.tokenize_target(targets)[:, : max_new_tokens - 1]
+            ends = tf.fill([rows.nrows(), 1], tf.cast(END_ID, rows.dtype))
+            rows = tf.concat([rows, tf.RaggedTensor.from_tensor(ends)], axis=1)
+            target_ids = rows.to_tensor(0, shape=[None, max_new_tokens])
+            target_ids = tf.cast(target_ids, "int32")
+            token_scores = tf.cast(
+                model.score(ids, target_ids, end_token_id=END_ID), "float32"
+            )
+            return tf.reduce_sum(token_scores, axis=1), token_scores, target_ids
+
+        def empty():
+            return (
+                tf.zeros([0], "float32"),
+                tf.zeros([0, max_new_tokens], "float32"),
+                tf.zeros([0, max_new_tokens], "int32"),
+            )
+
+        log_prob, token_scores, target_ids = _guard_empty_batch(
+            sentences, compute, empty
+        )
+        return {
+            "log_prob": log_prob,
+            "token_log_probs": token_scores,
+            "target_ids": target_ids,
+        }
+
+    return score
+
+
 def _translator_logits(model):
     """The `logits` signature's function, refusing ids out of range and
     sequences past the model's `max_length` inside the graph."""
@@ -389,6 +434,12 @@ def export_translator(
         `tokenize`: `sentences` (B,) -> `token_ids` (B, S) int32, the
             source ids the other signatures decode from, and `truncated`
             (B,) bool, True where a sentence was cut.
+        `score`: `sentences`, `targets` (B,) string -> `log_prob` (B,)
+            float32, the target's teacher-forced log-probability with
+            `[END]` appended, `token_log_probs` (B, M) float32 per token
+            (0 at padding) and `target_ids` (B, M) int32 (M =
+            `max_new_tokens`; a longer target is cut to fit), as
+            `TrainedModel.score`.
         `logits`: `encoder_token_ids`, `decoder_token_ids` (B, S), (B, T)
             int32 -> `logits` (B, T, V) float32; ids out of range and
             sequences past the model's `max_length` are refused.
@@ -454,12 +505,14 @@ def export_translator(
         }
 
     logits = _translator_logits(model)
+    score = _translator_score(model, preprocessor, max_new_tokens)
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.source_tokenizer, preprocessor.target_tokenizer)
     endpoints = {
         "serving_default": (greedy, _string_spec("sentences")),
         "beam_search": (beam, _string_spec("sentences")),
         "tokenize": (tokenize, _string_spec("sentences")),
+        "score": (score, _string_spec("sentences") + _string_spec("targets")),
         "logits": (logits, _ids_spec("encoder_token_ids", "decoder_token_ids")),
     }
     path = _write_out(archive, endpoints, path, "translator")

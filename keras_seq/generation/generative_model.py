@@ -629,14 +629,15 @@ class GenerativeModel:
         size = self.label_size()[0] if hasattr(self, "label_size") else None
         check_token_ids(target_ids, "target_ids", size)
         length = int(target_ids.shape[1])
-        batch_size = int(target_ids.shape[0])
-        if length == 0 or batch_size != int(token_ids.shape[0]):
-            if batch_size == int(token_ids.shape[0]):
-                return ops.zeros((batch_size, 0), "float32")
+        # In a traced graph (an export) the batch size may be unknown.
+        rows, target_rows = token_ids.shape[0], target_ids.shape[0]
+        if None not in (rows, target_rows) and int(rows) != int(target_rows):
             raise ValueError(
                 "`target_ids` must have one row per row of `token_ids` "
-                f"({int(token_ids.shape[0])}); received {batch_size}."
+                f"({int(rows)}); received {int(target_rows)}."
             )
+        if length == 0:
+            return ops.zeros((ops.shape(target_ids)[0], 0), "float32")
         self.check_generate_input(token_ids, length)
         start_token_id = self._resolve_start(start_token_id)
         self._check_special_ids(start_token_id, end_token_id)

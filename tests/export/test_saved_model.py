@@ -73,7 +73,7 @@ served = tf.saved_model.load(sys.argv[1])
 inputs = json.loads(sys.argv[2])
 out = {}
 for name, fn in served.signatures.items():
-    if name == "logits":
+    if name in ("logits", "score"):  # Not of `sentences` alone.
         continue
     result = fn(sentences=tf.constant(inputs, tf.string))
     out[name] = {k: v.numpy().tolist() for k, v in result.items()}
@@ -182,6 +182,38 @@ def test_a_translator_decodes_from_its_own_start_id(translator, tmp_path):
     assert [t.decode() for t in beams["translations"].numpy()[:, 0]] == [
         preprocessor.detokenize(row) for row in np.asarray(best)[:, 0]
     ]
+
+
+def test_the_score_signature_scores_as_the_trained_model(translator, exported):
+    """Per target token, the log-probability `TrainedModel.score` gives it
+    (`[END]` appended), in the graph, with padding 0; a batch whose two
+    inputs differ in size is refused in the graph."""
+    import tensorflow as tf
+
+    model, preprocessor = translator
+    served = tf.saved_model.load(exported)
+    score = served.signatures["score"]
+    targets = ["w1 w2 w3.", "w4 w4 w4 w4!", ""]
+    got = score(sentences=tf.constant(SENTENCES), targets=tf.constant(targets))
+    expected = inference.score_texts(model, preprocessor, SENTENCES, targets)
+    vocabulary = preprocessor.target_tokenizer.get_vocabulary()
+    token_scores = got["token_log_probs"].numpy()
+    assert token_scores.shape == (3, 16)
+    for row, scored in enumerate(expected):
+        length = len(scored.tokens)
+        ids = got["target_ids"].numpy()[row]
+        assert [vocabulary[i] for i in ids[:length]] == scored.tokens
+        assert not ids[length:].any() and not token_scores[row, length:].any()
+        np.testing.assert_allclose(
+            token_scores[row, :length], scored.log_probs, atol=1e-4
+        )
+        assert got["log_prob"].numpy()[row] == pytest.approx(scored.log_prob, abs=1e-4)
+    # The copy the model learned is likelier than a wrong target.
+    assert expected[0].log_prob > expected[1].log_prob
+    with pytest.raises(tf.errors.InvalidArgumentError, match="one string per sentence"):
+        score(sentences=tf.constant(SENTENCES), targets=tf.constant(targets[:2]))
+    empty = score(sentences=tf.zeros([0], tf.string), targets=tf.zeros([0], tf.string))
+    assert empty["log_prob"].shape == (0,) and empty["token_log_probs"].shape == (0, 16)
 
 
 def test_logits_signature_matches_the_model(translator, exported):
