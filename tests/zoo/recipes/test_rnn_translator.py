@@ -5,6 +5,7 @@ tests/zoo/conftest.py trains once per session (`tiny_runs`)."""
 import json
 
 import keras
+import numpy as np
 import pytest
 
 import zoo
@@ -74,3 +75,10 @@ def test_the_export_translates_as_the_loaded_run(run, tmp_path):
     assert [t.decode() for t in greedy["translations"].numpy()] == (
         loaded.translate(sentences, beam_width=1)
     )
+    # The score signature of the RNN translator: `TrainedModel.score`'s.
+    targets = ["I see you 000.", ""]
+    scored = served.signatures["score"](
+        sentences=tf.constant(sentences), targets=tf.constant(targets)
+    )
+    expected = [s.log_prob for s in loaded.score(sentences, targets)]
+    np.testing.assert_allclose(scored["log_prob"].numpy(), expected, atol=1e-4)
