@@ -267,3 +267,44 @@ def check_control_values(
     if repetition_penalty is not None:
         check_finite(repetition_penalty, "repetition_penalty", above_zero=True)
     check_bool(suppress_unknown, "suppress_unknown")
+
+
+def check_token_names(tokens, name, vocabulary):
+    """The ids of the tokens `tokens` names in `vocabulary` (None: none).
+
+    The one check of tokens given as text (`suppress` of
+    `TrainedModel.translate`, the command line and the CTranslate2 paths).
+
+    Args:
+        tokens: None, or a list of str.
+        name: str, the argument's name for the message.
+        vocabulary: the list of str tokens, by id.
+
+    Returns:
+        A list of int ids, in the given order (None for None).
+
+    Raises:
+        TypeError: when `tokens` is a str or holds a non-str.
+        ValueError: naming the first token `vocabulary` lacks.
+    """
+    if tokens is None:
+        return None
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a list of str; received {type(tokens).__name__}."
+        )
+    ids = {token: i for i, token in enumerate(vocabulary)}
+    found = []
+    for token in tokens:
+        if not isinstance(token, str):
+            raise TypeError(
+                f"`{name}` must be a list of str; received an item of type "
+                f"{type(token).__name__}."
+            )
+        if token not in ids:
+            raise ValueError(
+                f"`{name}` names {token!r}, which is no token of the target "
+                f"vocabulary ({len(vocabulary)} tokens)."
+            )
+        found.append(ids[token])
+    return found

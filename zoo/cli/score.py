@@ -9,9 +9,8 @@ from zoo.recipes.families import listed
 
 def needs_tensorflow(args):
     """Whether `score` with `args` loads TensorFlow:
-    it loads a Keras model and its TensorFlow text pipeline."""
-    del args
-    return True
+    a CTranslate2 export is read without it."""
+    return not args.ctranslate2
 
 
 def add_parser(commands):
@@ -23,8 +22,15 @@ def add_parser(commands):
     )
     parser.add_argument(
         "--model-dir",
-        required=True,
+        default=None,
         help=f"a run of `keras-seq train` ({listed('translate')})",
+    )
+    parser.add_argument(
+        "--ctranslate2",
+        default=None,
+        metavar="DIR",
+        help="a CTranslate2 export (its score_batch, which rules out no "
+        "token); runs without TensorFlow",
     )
     parser.add_argument(
         "--tokens",
@@ -65,12 +71,22 @@ def run(args):
     Returns:
         0, the exit status.
     """
-    trained = load_model_dir(args.model_dir, "translate")
+    if bool(args.model_dir) == bool(args.ctranslate2):
+        raise UsageError("give exactly one of --model-dir and --ctranslate2.")
+    if args.ctranslate2:
+        from zoo.serving.ctranslate2_model import CTranslate2Model
+
+        try:
+            model = CTranslate2Model(args.ctranslate2)
+        except (ValueError, ImportError) as error:
+            raise UsageError(f"--ctranslate2 {args.ctranslate2}: {error}") from None
+    else:
+        model = load_model_dir(args.model_dir, "translate")
     sources, targets = _split(read_texts(args.pairs, "source<TAB>target pairs"))
     if not sources:
         return 0
     with named_as_flags(batch_size="--batch-size"), truncation_note():
-        scored = trained.score(sources, targets, batch_size=args.batch_size)
+        scored = model.score(sources, targets, batch_size=args.batch_size)
     for output in scored:
         line = f"{output.log_prob:.4f}\t{output.log_prob / len(output.tokens):.4f}"
         if args.tokens:

@@ -68,7 +68,9 @@ CONTROL_FLAGS = {
 def add_control_arguments(parser):
     """The decoding controls of `TrainedModel.translate`, as flags (with
     --model-dir); their bounds are the API's."""
-    group = parser.add_argument_group("decoding controls (with --model-dir)")
+    group = parser.add_argument_group(
+        "decoding controls (with --model-dir or --ctranslate2)"
+    )
     group.add_argument(
         "--target-prefix",
         default=None,
@@ -96,7 +98,7 @@ def add_control_arguments(parser):
     )  # fmt: skip
     group.add_argument(
         "--scores", action="store_true", default=None,
-        help="print each translation's log-probability after a tab",
+        help="print each translation's log-probability after a tab (--model-dir)",
     )  # fmt: skip
 
 
@@ -133,16 +135,21 @@ def run(args):
     chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
     options = {name: value for name, value in chosen.items() if value is not None}
     controls = _controls(args)
-    if controls and not args.model_dir:
-        flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
+    flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
+    if controls and args.saved_model:
         named = ", ".join(flags[name] for name in controls)
         raise UsageError(
-            f"{named}: the decoding controls apply to --model-dir; a "
-            "SavedModel and a CTranslate2 export decode without them here."
+            f"{named}: the decoding controls apply to --model-dir and "
+            "--ctranslate2; a SavedModel's signatures decode without them."
+        )
+    if controls.get("return_scores") and args.ctranslate2:
+        raise UsageError(
+            "--scores applies to --model-dir; with --ctranslate2, keras-seq "
+            "score --ctranslate2 scores the translations."
         )
     if args.ctranslate2:
         return ctranslate2_model.translate_command(
-            args.ctranslate2, args.texts, **options
+            args.ctranslate2, args.texts, **options, **controls, flags=flags
         )
     from zoo.recipes import saved_model
 

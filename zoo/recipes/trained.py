@@ -16,6 +16,7 @@ from keras_seq.validation import (
     check_control_values,
     check_finite,
     check_int_in,
+    check_token_names,
 )
 from zoo.recipes import inference
 from zoo.recipes.inputs import check_text_list
@@ -352,24 +353,9 @@ class TrainedModel:
         check_bool(return_scores, "return_scores")
 
     def _suppressed_ids(self, suppress):
-        """The target ids of the tokens `suppress` names (None: none).
-
-        Raises:
-            TypeError: when `suppress` is not a list of str.
-            ValueError: naming a token the target vocabulary lacks.
-        """
-        if suppress is None:
-            return None
-        suppress = check_text_list(suppress, "suppress")
+        """The target ids of the tokens `suppress` names (None: none)."""
         vocabulary = self.preprocessor.target_tokenizer.get_vocabulary()
-        ids = {token: i for i, token in enumerate(vocabulary)}
-        for token in suppress:
-            if token not in ids:
-                raise ValueError(
-                    f"`suppress` names {token!r}, which is no token of the "
-                    f"target vocabulary ({len(vocabulary)} tokens)."
-                )
-        return [ids[token] for token in suppress]
+        return check_token_names(suppress, "suppress", vocabulary)
 
     def translate(
         self,

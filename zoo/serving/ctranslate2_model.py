@@ -31,7 +31,12 @@ import numpy as np
 from keras_seq import defaults
 from keras_seq.text.portable_tokenizer import PortableTokenizer
 from keras_seq.text.vocabulary import END_ID, RESERVED_TOKENS
-from keras_seq.validation import check_finite, check_int_in
+from keras_seq.validation import (
+    check_control_values,
+    check_finite,
+    check_int_in,
+    check_token_names,
+)
 from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, ServableBase
 
 EXPORT_FILE = "keras_seq.json"
@@ -245,12 +250,65 @@ class CTranslate2Model:
             ],
         }
 
+    def control_options(
+        self,
+        target_prefixes=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+        suppress_unknown=False,
+    ):
+        """`translate_batch`'s options for `TrainedModel.translate`'s
+        decoding controls, checked by the same checks.
+
+        Args:
+            target_prefixes: None, or per sentence the str its translation
+                starts with (`target_prefix`, "" forcing nothing).
+            min_new_tokens: None or an int (`min_decoding_length`).
+            no_repeat_ngram_size, repetition_penalty: None or CTranslate2's.
+            suppress: None or a list of target tokens never written
+                (added to `suppress_sequences`).
+            suppress_unknown: bool (`disable_unk`).
+
+        Returns:
+            A dict of `translate_batch` options (empty for no control).
+
+        Raises:
+            TypeError, ValueError: naming the argument.
+        """
+        check_control_values(
+            self.max_decoding_length,
+            min_new_tokens,
+            no_repeat_ngram_size,
+            repetition_penalty,
+            suppress_unknown,
+        )
+        vocabulary = self.target_tokenizer.vocabulary
+        suppressed = check_token_names(suppress, "suppress", vocabulary)
+        options = {}
+        if target_prefixes is not None:
+            rows = self.target_tokenizer.tokenize(list(target_prefixes))
+            options["target_prefix"] = self.target_tokenizer.id_to_token_rows(rows)
+        if min_new_tokens:
+            options["min_decoding_length"] = min_new_tokens
+        if no_repeat_ngram_size:
+            options["no_repeat_ngram_size"] = no_repeat_ngram_size
+        if repetition_penalty is not None:
+            options["repetition_penalty"] = float(repetition_penalty)
+        if suppressed:
+            options["suppress_sequences"] = [[vocabulary[i]] for i in suppressed]
+        if suppress_unknown:
+            options["disable_unk"] = True
+        return options
+
     def search(
         self,
         rows,
         beam_width=defaults.BEAM_WIDTH,
         length_penalty=defaults.LENGTH_PENALTY,
         max_batch_size=0,
+        controls=None,
     ):
         """Source id rows -> every beam's `(ids, score)`, best first.
 
@@ -263,6 +321,8 @@ class CTranslate2Model:
             beam_width: int >= 1, 1 for greedy decoding.
             length_penalty: float alpha of GNMT's penalty.
             max_batch_size: int, CTranslate2's sub-batch size (0: one batch).
+            controls: None, or `control_options`' dict, over the decoding's
+                options (suppressed tokens added to the reserved ones).
 
         Returns:
             Per row, a list of `beam_width` pairs (fewer where CTranslate2
@@ -271,12 +331,16 @@ class CTranslate2Model:
         """
         check_int_in(beam_width, "beam_width", 1, allow_none=False)
         check_finite(length_penalty, "length_penalty")
+        options = self.decoding_options(beam_width, beam_width)
+        controls = dict(controls or {})
+        options["suppress_sequences"] += controls.pop("suppress_sequences", [])
+        options.update(controls)
         results = self.translator.translate_batch(
             self.source_tokenizer.id_to_token_rows(rows),
             max_batch_size=max_batch_size,
             return_scores=True,
             return_end_token=True,
-            **self.decoding_options(beam_width, beam_width),
+            **options,
         )
         ranked = []
         for result in results:
@@ -332,28 +396,93 @@ class CTranslate2Model:
         beam_width=defaults.BEAM_WIDTH,
         length_penalty=defaults.LENGTH_PENALTY,
         batch_size=32,
+        *,
+        target_prefix=None,
+        **controls,
     ):
         """Sentences -> translations, as `TrainedModel.translate` (the same
         defaults: `keras_seq.defaults.BEAM_WIDTH` beams, GNMT's
-        `LENGTH_PENALTY`).
+        `LENGTH_PENALTY`; the same decoding controls, as CTranslate2's
+        options: see `control_options`).
 
         A sentence without tokens translates to an empty string; sources
         longer than the model's `max_length` are cut to it (`truncated`
         says which).
+
+        Args:
+            target_prefix: None, or a str (for every sentence) or a list of
+                str (one per sentence).
+            **controls: `min_new_tokens`, `no_repeat_ngram_size`,
+                `repetition_penalty`, `suppress`, `suppress_unknown`.
         """
-        rows, self.truncated = self.source_tokenizer.encode(list(sentences))
+        sentences = list(sentences)
+        if isinstance(target_prefix, str):
+            target_prefix = [target_prefix] * len(sentences)
+        if target_prefix is not None and len(target_prefix) != len(sentences):
+            raise ValueError(
+                f"`target_prefix` must hold one str per text ({len(sentences)}); "
+                f"received {len(target_prefix)}."
+            )
+        rows, self.truncated = self.source_tokenizer.encode(sentences)
         outputs = [""] * len(rows)
         filled = [i for i, row in enumerate(rows) if row]
+        prefixes = None
+        if target_prefix is not None:
+            prefixes = [target_prefix[i] for i in filled]
+        options = self.control_options(prefixes, **controls)
         if filled:
-            ids = self.translate_ids(
+            ranked = self.search(
                 [rows[i] for i in filled],
-                beam_width=beam_width,
-                length_penalty=length_penalty,
-                max_batch_size=batch_size,
+                beam_width,
+                length_penalty,
+                batch_size,
+                controls=options,
             )
+            ids = [row[0][0] for row in ranked]
             for i, text in zip(filled, self.target_tokenizer.detokenize(ids)):
                 outputs[i] = text
         return outputs
+
+    def score(self, sources, targets, batch_size=32):
+        """The log-probability of each target token after its source, as
+        `TrainedModel.score` (`[END]` appended; CTranslate2's `score_batch`,
+        which rules out no id: see docs/generation-and-serving.md).
+
+        Args:
+            sources, targets: lists of str of equal length.
+            batch_size: int, CTranslate2's sub-batch size.
+
+        Returns:
+            A list of `zoo.recipes.inference.Scored`, `text` the target.
+
+        Raises:
+            ValueError: when the lists differ in length.
+        """
+        from zoo.recipes.inference import Scored
+
+        sources, targets = list(sources), list(targets)
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"`targets` must hold one str per source ({len(sources)}); "
+                f"received {len(targets)}."
+            )
+        check_int_in(batch_size, "batch_size", 1, allow_none=False)
+        if not sources:
+            return []
+        source_rows, self.truncated = self.source_tokenizer.encode(sources)
+        room = self.max_decoding_length
+        target_rows = [
+            row[: room - 1] for row in self.target_tokenizer.tokenize(targets)
+        ]
+        results = self.translator.score_batch(
+            self.source_tokenizer.id_to_token_rows(source_rows),
+            self.target_tokenizer.id_to_token_rows(target_rows),
+            max_batch_size=batch_size,
+        )
+        return [
+            Scored(target, list(result.tokens), [float(v) for v in result.log_probs])
+            for target, result in zip(targets, results)
+        ]
 
 
 class _DType:
@@ -507,15 +636,34 @@ def translate_command(
     texts,
     beam_width=defaults.BEAM_WIDTH,
     length_penalty=defaults.LENGTH_PENALTY,
+    flags=None,
+    **controls,
 ):
-    """Prints one translation per sentence; returns the exit status."""
+    """Prints one translation per sentence; returns the exit status.
+
+    Args:
+        flags: dict, an argument's name -> the flag the user typed, for the
+            messages of the controls' checks.
+        **controls: of `CTranslate2Model.translate`.
+    """
     try:
         model = CTranslate2Model(directory)
-        outputs = model.translate(
-            _read_lines(texts), beam_width=beam_width, length_penalty=length_penalty
-        )
     except (ValueError, ImportError) as error:
         print(f"keras-seq: --ctranslate2 {directory}: {error}", file=sys.stderr)
+        return 1
+    try:
+        model.control_options(
+            **{k: v for k, v in controls.items() if k != "target_prefix"}
+        )
+        lines = _read_lines(texts)
+        outputs = model.translate(
+            lines, beam_width=beam_width, length_penalty=length_penalty, **controls
+        )
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        for name, flag in (flags or {}).items():
+            message = message.replace(f"`{name}`", flag)
+        print(f"keras-seq: {message}", file=sys.stderr)
         return 1
     cut = sum(model.truncated)
     if cut:

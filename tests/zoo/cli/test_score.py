@@ -100,13 +100,64 @@ def test_translate_refuses_a_control_naming_its_flag(translator_run, flags, mess
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_the_controls_are_refused_off_the_model_dir(tmp_path):
+def test_the_controls_are_refused_with_a_saved_model(tmp_path):
     result = run_cli(
         "translate", "--saved-model", tmp_path, "--scores", "--target-prefix", "x",
         "du.", in_process=True,
     )  # fmt: skip
     assert result.returncode == 1
     assert (
-        "--target-prefix, --scores: the decoding controls apply to --model-dir"
-        in result.stderr
+        "--target-prefix, --scores: the decoding controls apply to --model-dir "
+        "and --ctranslate2" in result.stderr
     )
+
+
+def test_the_ctranslate2_export_scores_and_decodes_with_the_controls(
+    translator_run, translator_ctranslate2, trained
+):
+    """CTranslate2's `score_batch` rules out no id, so its log-probabilities
+    are at most the model's (which renormalise over the ids a translator
+    writes), and close to them for a trained model; the controls decode
+    as `TrainedModel.translate`'s."""
+    from zoo.serving.ctranslate2_model import CTranslate2Model
+
+    sources, targets = zip(*(pair.split("\t") for pair in PAIRS))
+    engine = CTranslate2Model(translator_ctranslate2)
+    got = engine.score(list(sources), list(targets))
+    want = trained.score(list(sources), list(targets))
+    for ours, theirs in zip(want, got):
+        assert theirs.tokens == ours.tokens
+        difference = np.asarray(ours.log_probs) - np.asarray(theirs.log_probs)
+        assert np.all(difference >= -1e-4) and np.all(difference < 0.5), difference
+    result = run_cli(
+        "score", "--ctranslate2", translator_ctranslate2, *PAIRS, in_process=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    totals = [float(line.split("\t")[0]) for line in result.stdout.splitlines()]
+    np.testing.assert_allclose(totals, [s.log_prob for s in got], atol=1e-3)
+
+    sentences = ["ich sehe du.", "er mag sie."]
+    for beam_width in (1, 3):
+        controls = {
+            "target_prefix": "she",
+            "no_repeat_ngram_size": 2,
+            "suppress": ["[UNK]"],
+            "min_new_tokens": 3,
+        }
+        assert engine.translate(sentences, beam_width, 0.0, **controls) == (
+            trained.translate(sentences, beam_width, length_penalty=0.0, **controls)
+        )
+    flagged = run_cli(
+        "translate", "--ctranslate2", translator_ctranslate2, "--beam-width", "1",
+        "--target-prefix", "she", *sentences, in_process=True,
+    )  # fmt: skip
+    assert flagged.returncode == 0, flagged.stderr[-2000:]
+    assert flagged.stdout.splitlines() == trained.translate(
+        sentences, 1, target_prefix="she"
+    )
+    refused = run_cli(
+        "translate", "--ctranslate2", translator_ctranslate2, "--suppress", "nowhere",
+        "du.", in_process=True,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "--suppress names 'nowhere', which is no token" in refused.stderr
