@@ -37,7 +37,7 @@ from keras_seq.validation import (
     check_int_in,
     check_token_names,
 )
-from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, ServableBase
+from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, RequestError, ServableBase
 
 EXPORT_FILE = "keras_seq.json"
 # What CTranslate2 reads: its configuration, its weights, and the
@@ -225,6 +225,10 @@ class CTranslate2Model:
         vocabulary = self.target_tokenizer.vocabulary
         self._target_ids = {token: i for i, token in enumerate(vocabulary)}
         self._end_token = RESERVED_TOKENS[END_ID]
+
+    def target_token_ids(self, tokens):
+        """Target tokens (str) -> their ids."""
+        return [self._target_ids[token] for token in tokens]
 
     @property
     def max_decoding_length(self):
@@ -503,26 +507,34 @@ class _Spec:
 
 _STRING = _DType("string", object, "DT_STRING")
 _FLOAT = _DType("float32", np.float32, "DT_FLOAT")
+_INT = _DType("int32", np.int32, "DT_INT32")
 
 
 class _TextSignature:
-    """`sentences` (B,) strings -> named outputs, as the SavedModel's."""
+    """String inputs (B,) (`sentences`, or more) -> named outputs, as the
+    SavedModel's."""
 
-    takes_text = True
-
-    def __init__(self, name, function, outputs):
+    def __init__(self, name, function, outputs, inputs=("sentences",)):
         self.name = name
         self.function = function
-        self.inputs = {"sentences": _Spec(_STRING, 1)}
+        self.inputs = {input_name: _Spec(_STRING, 1) for input_name in inputs}
         self.output_specs = outputs
         self.outputs = sorted(outputs)
 
+    @property
+    def takes_text(self):
+        """True for a signature of one string input (the page uses these)."""
+        return len(self.inputs) == 1
+
     def __call__(self, arrays):
-        texts = [value.decode("utf-8", "replace") for value in arrays["sentences"]]
-        return self.function(texts)
+        texts = [
+            [value.decode("utf-8", "replace") for value in arrays[name]]
+            for name in self.inputs
+        ]
+        return self.function(*texts)
 
     def warm_up_arrays(self):
-        return {"sentences": np.array([b"warm up"], dtype=object)}
+        return {name: np.array([b"warm up"], dtype=object) for name in self.inputs}
 
     def signature_def(self):
         """The signature as TF Serving's metadata shows a SignatureDef."""
@@ -536,7 +548,7 @@ class _TextSignature:
             }
 
         return {
-            "inputs": {"sentences": tensor("sentences", self.inputs["sentences"])},
+            "inputs": {n: tensor(n, spec) for n, spec in self.inputs.items()},
             "outputs": {n: tensor(n, spec) for n, spec in self.output_specs.items()},
             "method_name": "tensorflow/serving/predict",
         }
@@ -584,11 +596,43 @@ class CTranslate2Servable(ServableBase):
             self._beams,
             {"translations": _Spec(_STRING, 2), "scores": _Spec(_FLOAT, 2)},
         )
-        self.signatures = {s.name: s for s in (beam, greedy)}
+        score = _TextSignature(
+            "score",
+            self._score,
+            {
+                "log_prob": _Spec(_FLOAT, 1),
+                "token_log_probs": _Spec(_FLOAT, 2),
+                "target_ids": _Spec(_INT, 2),
+            },
+            inputs=("sentences", "targets"),
+        )
+        self.signatures = {s.name: s for s in (beam, greedy, score)}
 
     def _greedy(self, texts):
         outputs = self.model.translate(texts, beam_width=1)
         return {"translations": np.array([t.encode() for t in outputs], object)}
+
+    def _score(self, sentences, targets):
+        """As the SavedModel's `score`: (B, M) per token, M the model's
+        most new tokens, 0 at padding."""
+        if len(sentences) != len(targets):
+            raise RequestError(
+                400,
+                f"`targets` must hold one string per sentence ({len(sentences)}); "
+                f"received {len(targets)}.",
+            )
+        width = self.model.max_decoding_length
+        scored = self.model.score(sentences, targets)
+        token_scores = np.zeros((len(scored), width), np.float32)
+        ids = np.zeros((len(scored), width), np.int32)
+        for row, result in enumerate(scored):
+            token_scores[row, : len(result.log_probs)] = result.log_probs
+            ids[row, : len(result.tokens)] = self.model.target_token_ids(result.tokens)
+        return {
+            "log_prob": token_scores.sum(axis=1),
+            "token_log_probs": token_scores,
+            "target_ids": ids,
+        }
 
     def _beams(self, texts):
         n = self.beam_width

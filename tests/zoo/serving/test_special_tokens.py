@@ -11,7 +11,7 @@ import zoo
 from keras_seq import export, text
 from keras_seq.text.vocabulary import END_ID
 from tests.zoo.serving.http_client import call
-from zoo.recipes.inference import translate_texts
+from zoo.recipes.inference import score_texts, translate_texts
 from zoo.serving import ModelServer
 
 ctranslate2 = pytest.importorskip("ctranslate2")
@@ -117,5 +117,48 @@ def test_every_path_gives_the_same_ids_and_strings_without_them(paths):
             assert best == expected["beam"], path
             every = [t for p in body["predictions"] for t in p["translations"]]
             assert not any("[" in t for t in every), every
+        finally:
+            server.stop(grace=5)
+
+
+def test_both_servers_serve_the_score_signature(paths):
+    """`score` over TF Serving's API: the SavedModel's figures are
+    `score_texts`'s, which rule the reserved tokens out as decoding does;
+    CTranslate2's `score_batch` rules out none, so on weights that favour
+    them its targets are far less likely. A columnar request whose inputs
+    differ in length is refused by the server (400) before either model."""
+    model, preprocessor, saved, ct2 = paths
+    targets = ["w1 w2.", "", "w3", "w4 w5 w6", "w7"]
+    ruled_out = score_texts(model, preprocessor, SENTENCES, targets)
+    every_id = CTranslate2Model(ct2).score(SENTENCES, targets)
+    for ours, theirs in zip(ruled_out, every_id):
+        assert ours.tokens == theirs.tokens and ours.tokens[-1] == "[END]"
+        assert theirs.log_prob < ours.log_prob - 10 * len(ours.tokens)
+    url = "/v1/models/m:predict"
+    rows = [{"sentences": s, "targets": t} for s, t in zip(SENTENCES, targets)]
+    for path, servable_class, expected in (
+        (saved, None, ruled_out),
+        (ct2, CTranslate2Servable, every_id),
+    ):
+        server = ModelServer(
+            path, 1, "m", port=0, servable_class=servable_class
+        ).start().load()  # fmt: skip
+        try:
+            request = {"signature_name": "score", "instances": rows}
+            status, body = call(server.url, "POST", url, request)
+            assert status == 200, body
+            got = [p["log_prob"] for p in body["predictions"]]
+            np.testing.assert_allclose(
+                got, [e.log_prob for e in expected], rtol=1e-4, atol=1e-3
+            )
+            first = body["predictions"][0]["token_log_probs"]
+            np.testing.assert_allclose(
+                first[: len(expected[0].log_probs)], expected[0].log_probs, atol=1e-3
+            )
+            columns = {"sentences": SENTENCES, "targets": targets[:2]}
+            request = {"signature_name": "score", "inputs": columns}
+            status, body = call(server.url, "POST", url, request)
+            assert status == 400, body
+            assert body["error"] == "the inputs of 'inputs' differ in their batch size"
         finally:
             server.stop(grace=5)
