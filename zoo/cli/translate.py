@@ -49,6 +49,11 @@ def add_parser(commands):
         "SavedModel ranks with the penalty it was exported with",
     )
     add_control_arguments(parser)
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="with --ctranslate2: print each translation as its words come (greedy)",
+    )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -147,7 +152,19 @@ def run(args):
             "--scores applies to --model-dir; with --ctranslate2, keras-seq "
             "score --ctranslate2 scores the translations."
         )
+    if args.stream and not args.ctranslate2:
+        raise UsageError(
+            "--stream applies to --ctranslate2: a model directory and a "
+            "SavedModel decode each batch in one compiled loop, which answers "
+            "the whole translation at once."
+        )
+    if args.stream and (args.beam_width or 1) != 1:
+        raise UsageError(
+            f"--stream decodes greedily; received --beam-width {args.beam_width}."
+        )
     if args.ctranslate2:
+        if args.stream:
+            options = {"stream": True}
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, **options, **controls, flags=flags
         )

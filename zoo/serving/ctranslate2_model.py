@@ -447,6 +447,68 @@ class CTranslate2Model:
                 outputs[i] = text
         return outputs
 
+    def stream(self, sentence, max_new_tokens=None, *, target_prefix=None, **controls):
+        """Yields the greedy translation of one sentence in pieces, as
+        CTranslate2 writes its tokens (`generate_tokens`); the pieces joined
+        are `translate(sentence, beam_width=1, ...)`.
+
+        A piece ends at a word boundary: a word is held back until the next
+        one starts, because detokenizing glues a suffix piece (`##s`) or
+        punctuation to the word before it.
+
+        Args:
+            sentence: str.
+            max_new_tokens: int or None (the export's most tokens).
+            target_prefix: None or a str, forced first (and yielded).
+            **controls: as `translate`'s.
+
+        Returns:
+            An iterator of str pieces.
+
+        Raises:
+            TypeError, ValueError: for an argument out of range, before
+                any decoding.
+        """
+        if not isinstance(sentence, str):
+            raise TypeError(
+                f"`sentence` must be a str; received {type(sentence).__name__}."
+            )
+        limit = self.max_decoding_length
+        check_int_in(max_new_tokens, "max_new_tokens", 1, limit, "max_decoding_length")
+        prefixes = None if target_prefix is None else [target_prefix]
+        options = self.control_options(prefixes, **controls)
+        (row,), truncated = self.source_tokenizer.encode([sentence])
+        self.truncated = truncated
+        if not row:
+            return iter(())
+        decoding = self.decoding_options(1)
+        for greedy_only in ("beam_size", "num_hypotheses", "length_penalty"):
+            del decoding[greedy_only]
+        decoding["suppress_sequences"] += options.pop("suppress_sequences", [])
+        decoding.update(options, max_decoding_length=max_new_tokens or limit)
+        if "target_prefix" in decoding:
+            decoding["target_prefix"] = decoding["target_prefix"][0]
+        return self._pieces(row, decoding)
+
+    def _pieces(self, row, decoding):
+        """`stream`'s generator, made after its checks (a generator's body
+        runs only when first read)."""
+        ids, emitted = [], ""
+        for step in self.translator.generate_tokens(
+            self.source_tokenizer.id_to_token(row), **decoding
+        ):
+            if step.token == self._end_token:
+                break
+            ids.append(step.token_id)
+            text = self.target_tokenizer.detokenize([ids])[0]
+            cut = text.rfind(" ")
+            if cut > len(emitted) and text.startswith(emitted):
+                yield text[len(emitted) : cut]
+                emitted = text[:cut]
+        text = self.target_tokenizer.detokenize([ids])[0] if ids else ""
+        if text.startswith(emitted) and len(text) > len(emitted):
+            yield text[len(emitted) :]
+
     def score(self, sources, targets, batch_size=32):
         """The log-probability of each target token after its source, as
         `TrainedModel.score` (`[END]` appended; CTranslate2's `score_batch`,
@@ -612,6 +674,11 @@ class CTranslate2Servable(ServableBase):
         outputs = self.model.translate(texts, beam_width=1)
         return {"translations": np.array([t.encode() for t in outputs], object)}
 
+    def stream(self, sentence, target_prefix=None):
+        """The pieces of `sentence`'s greedy translation, as they come
+        (`keras-seq serve`'s `:stream`)."""
+        return self.model.stream(sentence, target_prefix=target_prefix)
+
     def _score(self, sentences, targets):
         """As the SavedModel's `score`: (B, M) per token, M the model's
         most new tokens, 0 at padding."""
@@ -681,6 +748,7 @@ def translate_command(
     beam_width=defaults.BEAM_WIDTH,
     length_penalty=defaults.LENGTH_PENALTY,
     flags=None,
+    stream=False,
     **controls,
 ):
     """Prints one translation per sentence; returns the exit status.
@@ -688,6 +756,8 @@ def translate_command(
     Args:
         flags: dict, an argument's name -> the flag the user typed, for the
             messages of the controls' checks.
+        stream: bool, print each sentence's greedy translation as its words
+            come (`CTranslate2Model.stream`).
         **controls: of `CTranslate2Model.translate`.
     """
     try:
@@ -700,6 +770,12 @@ def translate_command(
             **{k: v for k, v in controls.items() if k != "target_prefix"}
         )
         lines = _read_lines(texts)
+        if stream:
+            for line in lines:
+                for piece in model.stream(line, **controls):
+                    print(piece, end="", flush=True)
+                print(flush=True)
+            return 0
         outputs = model.translate(
             lines, beam_width=beam_width, length_penalty=length_penalty, **controls
         )

@@ -64,6 +64,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format, *args):
         pass  # Every error goes back to its client; the console stays quiet.
 
+    def _answer_events(self, stream):
+        _send_events(self, stream)
+
     def send_error(self, code, message=None, explain=None):
         """http.server's own refusals (bad request line, headers) as JSON."""
         self.close_connection = True
@@ -132,6 +135,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return body
 
     def _answer(self, status, body):
+        if isinstance(body, EventStream):
+            self._answer_events(body)
+            return
         if isinstance(body, str):
             data, kind = body.encode("utf-8"), "text/html; charset=utf-8"
         else:
@@ -147,6 +153,64 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(data)
         except OSError:
             self.close_connection = True
+
+
+def _json_body(body):
+    """A request body (bytes) read as JSON; refused as TF Serving refuses it."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise RequestError(
+            400, f"JSON Parse error: the body is not UTF-8 (byte {error.start})"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise RequestError(400, f"JSON Parse error: {error}") from None
+    except RecursionError:
+        raise RequestError(400, "JSON Parse error: nested too deeply") from None
+    except ValueError:
+        # Python refuses integers of more than 4,300 digits.
+        raise RequestError(
+            400, "JSON Parse error: a number with too many digits"
+        ) from None
+
+
+class EventStream:
+    """An answer sent as Server-Sent Events: each item of `events` a
+    `data:` line of JSON as it comes, then an `end` event."""
+
+    def __init__(self, events):
+        self.events = events
+
+
+def _send_events(handler, stream):
+    """Writes `stream` to the client; a client that hangs up ends it (the
+    generator is closed, so its model stops decoding)."""
+    handler.close_connection = True
+    events = iter(stream.events)
+    try:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for event in events:
+            handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            handler.wfile.flush()
+        handler.wfile.write(b"event: end\ndata: {}\n\n")
+        handler.wfile.flush()
+    except OSError:
+        pass
+    except RequestError as error:
+        # Refused after the headers went out: said as an error event.
+        message = json.dumps({"error": error.message})
+        try:
+            handler.wfile.write(f"event: error\ndata: {message}\n\n".encode())
+        except OSError:
+            pass
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
 
 
 class ModelServer:
@@ -278,14 +342,24 @@ class ModelServer:
         self.state = "AVAILABLE"
         return self
 
+    @property
+    def in_flight(self):
+        """The requests being answered now (streams included)."""
+        with self._idle:
+            return self._in_flight
+
+    def wait_idle(self, timeout):
+        """Waits until no request is being answered; True if none is."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
+
     def stop(self, grace=60.0):
         """Stops accepting, answers the requests in flight, then closes."""
         self.stopping = True
         self.state = "UNLOADING"
         if self._thread is not None:
             self.httpd.shutdown()
-        with self._idle:
-            self._idle.wait_for(lambda: self._in_flight == 0, timeout=grace)
+        self.wait_idle(grace)
         for batcher in self.batchers.values():
             batcher.close()
         self.httpd.server_close()
@@ -312,8 +386,12 @@ class ModelServer:
         if predict and method == "POST":
             name, version, verb = predict.groups()
             body = handler.read_body(self.max_body_bytes)
+            if verb.lower() == "stream":
+                return 200, self.stream(name, version, body)
             if verb.lower() != "predict":
-                raise RequestError(501, f":{verb} is not served; use :predict")
+                raise RequestError(
+                    501, f":{verb} is not served; use :predict or :stream"
+                )
             return 200, self.predict(name, version, body)
         model = MODEL.fullmatch(path)
         if model and method == "GET":
@@ -354,24 +432,39 @@ class ModelServer:
             ]
         }
 
+    def stream(self, name, version, body):
+        """The answer of :stream: `{"sentence": str}` (and optionally
+        `"target_prefix": str`) -> events `{"text": piece}` as the words of
+        the greedy translation come, where the servable streams."""
+        servable = self._servable(name, version)
+        if not hasattr(servable, "stream"):
+            raise RequestError(
+                501,
+                ":stream is served for CTranslate2 exports (keras-seq serve "
+                "--ctranslate2); a SavedModel's signatures answer whole "
+                "translations",
+            )
+        request = _json_body(body)
+        if not isinstance(request, dict) or not isinstance(
+            request.get("sentence"), str
+        ):
+            raise RequestError(400, 'a :stream body is {"sentence": "..."}')
+        unknown = sorted(set(request) - {"sentence", "target_prefix"})
+        if unknown:
+            raise RequestError(400, f"a :stream body has no field {unknown[0]!r}")
+        prefix = request.get("target_prefix")
+        if prefix is not None and not isinstance(prefix, str):
+            raise RequestError(400, "`target_prefix` must be a string")
+        try:
+            pieces = servable.stream(request["sentence"], target_prefix=prefix)
+        except (TypeError, ValueError) as error:
+            raise RequestError(400, str(error)) from None
+        return EventStream({"text": piece} for piece in pieces)
+
     def predict(self, name, version, body):
         """The answer of :predict for a raw body (bytes)."""
         servable = self._servable(name, version)
-        try:
-            request = json.loads(body.decode("utf-8"))
-        except UnicodeDecodeError as error:
-            raise RequestError(
-                400, f"JSON Parse error: the body is not UTF-8 (byte {error.start})"
-            ) from None
-        except json.JSONDecodeError as error:
-            raise RequestError(400, f"JSON Parse error: {error}") from None
-        except RecursionError:
-            raise RequestError(400, "JSON Parse error: nested too deeply") from None
-        except ValueError:
-            # Python refuses integers of more than 4,300 digits.
-            raise RequestError(
-                400, "JSON Parse error: a number with too many digits"
-            ) from None
+        request = _json_body(body)
         signature, arrays, form = parse_predict(request, servable)
         rows = next(iter(arrays.values())).shape[0]
         if rows > self.max_rows_per_request:
