@@ -47,15 +47,15 @@ def _sentences(vocabulary, batch, words, seed):
     return [" ".join(vocabulary[i] for i in row) for row in picks]
 
 
-def prepare(directory, new_tokens):
-    """Writes the model, its SavedModel and its two CTranslate2 exports."""
+def fixed_work_translator():
+    """The `small` translator (random weights) that never ends early, so
+    every path decodes the same number of tokens, and its preprocessor
+    over synthetic vocabularies."""
     import numpy as np
 
     from benchmarks import config as config_lib
     from benchmarks.training import OURS, build_keras
     from keras_seq import text
-    from keras_seq.export import export_translator
-    from keras_seq.export.ctranslate2 import export_ctranslate2
 
     config = config_lib.CONFIGS["small"]
     model = build_keras(OURS, config)
@@ -67,6 +67,15 @@ def prepare(directory, new_tokens):
         text.make_tokenizer(_vocabulary(config["target_vocabulary_size"])),
         max_length=model.max_length,
     )
+    return model, preprocessor
+
+
+def prepare(directory, new_tokens):
+    """Writes the model, its SavedModel and its two CTranslate2 exports."""
+    from keras_seq.export import export_translator
+    from keras_seq.export.ctranslate2 import export_ctranslate2
+
+    model, preprocessor = fixed_work_translator()
     preprocessor.save(directory)
     model.save(os.path.join(directory, "model.keras"))
     export_translator(

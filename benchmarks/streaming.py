@@ -31,24 +31,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def prepare(directory):
     """Writes the `small` translator's CTranslate2 export under `directory`."""
-    import numpy as np
-
-    from benchmarks import config as config_lib
-    from benchmarks.ctranslate2 import _vocabulary
-    from benchmarks.training import OURS, build_keras
-    from keras_seq import text
+    from benchmarks.ctranslate2 import fixed_work_translator
     from keras_seq.export.ctranslate2 import export_ctranslate2
 
-    config = config_lib.CONFIGS["small"]
-    model = build_keras(OURS, config)
-    bias = np.asarray(model.output_dense.bias)
-    bias[text.END_ID] = -1e4  # Never end early: a fixed amount of work.
-    model.output_dense.bias.assign(bias)
-    preprocessor = text.TranslationPreprocessor(
-        text.make_tokenizer(_vocabulary(config["source_vocabulary_size"])),
-        text.make_tokenizer(_vocabulary(config["target_vocabulary_size"])),
-        max_length=model.max_length,
-    )
+    model, preprocessor = fixed_work_translator()
     preprocessor.save(directory)
     export_ctranslate2(model, directory, os.path.join(directory, "ct2"), "float32")
 

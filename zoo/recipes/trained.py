@@ -398,7 +398,7 @@ class TrainedModel:
             repetition_penalty: None or a float p > 0 (CTRL's).
             suppress: None or a list of target tokens (str) never written.
             suppress_unknown: bool, never write `[UNK]`.
-            return_scores: bool, return `keras_seq`-style `Scored`
+            return_scores: bool, return `zoo.recipes.inference.Scored`
                 translations (`text`, `tokens`, `log_probs`, `log_prob`)
                 instead of str.
 
