@@ -78,6 +78,7 @@ SHARED_RUNS = {
         "tests/zoo/cli/test_export.py",
         "tests/zoo/cli/test_generate.py",
         "tests/zoo/cli/test_classify.py",
+        "tests/zoo/cli/test_score.py",
     ),
     "reliability": (
         "tests/reliability/test_new_user_path.py",
@@ -90,6 +91,7 @@ SHARED_RUNS = {
         "tests/zoo/serving/test_bad_requests.py",
         "tests/zoo/serving/test_batching.py",
         "tests/zoo/serving/test_page.py",
+        "tests/zoo/serving/test_streaming.py",
     ),
 }
 _GROUP_OF = {path: group for group, paths in SHARED_RUNS.items() for path in paths}
