@@ -5,7 +5,9 @@ elsewhere, so it works on a machine without internet). Its script calls
 the same `:predict` route as any client, once per signature that takes
 text (for a translator: greedy `serving_default` and the n-best lists of
 `beam_search` with their scores), and shows the server's `error` text when
-a request is refused.
+a request is refused. A server that streams (CTranslate2's) also shows
+each greedy translation as its words come, from `:stream`, with a box for
+the start of the translation.
 """
 
 import html
@@ -28,6 +30,7 @@ _PAGE = """<!doctype html>
  td, th { padding: .1rem .6rem; text-align: left; vertical-align: top; }
  th { color: #555; font-weight: normal; }
  .score { font-family: monospace; color: #555; }
+ .streamed { margin: .3rem 0 .3rem 1rem; font-style: italic; }
  .meta { color: #666; font-size: .9rem; }
 </style>
 </head>
@@ -37,12 +40,18 @@ _PAGE = """<!doctype html>
 <code>keras-seq serve</code> through TF Serving's REST API
 (<code>POST /v1/models/__NAME__:predict</code>). One sentence per line.</p>
 <textarea id="sentences" rows="5" placeholder="Ich habe keine Zeit."></textarea>
+<div id="streaming" hidden><label class="meta">The start of each streamed
+translation (optional): <input id="prefix" size="30"></label></div>
 <br><button id="run">Run</button> <span id="busy" class="meta"></span>
 <div id="error" role="alert"></div>
 <div id="results"></div>
 <script>
 const MODEL = __MODEL_JSON__;
 const SIGNATURES = __SIGNATURES_JSON__;
+// A server that streams (`:stream`, Server-Sent Events) shows each greedy
+// translation as its words come, after the signatures' answers.
+const STREAMS = __STREAMS_JSON__;
+document.getElementById("streaming").hidden = !STREAMS;
 
 function cell(row, text, cls) {
   const td = document.createElement("td");
@@ -103,6 +112,41 @@ async function predict(signature, lines) {
   return body.predictions;
 }
 
+async function stream(line, prefix, target) {
+  const request = {sentence: line};
+  if (prefix) request.target_prefix = prefix;
+  const response = await fetch(`/v1/models/${MODEL}:stream`, {
+    method: "POST",
+    headers: {"Content-Type": "application/json"},
+    body: JSON.stringify(request),
+  });
+  if (!response.ok) {
+    const body = await response.json();
+    throw new Error(`stream: ${body.error} (HTTP ${response.status})`);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, {stream: true});
+    let end;
+    while ((end = buffer.indexOf("\\n\\n")) >= 0) {
+      const fields = {};
+      buffer.slice(0, end).split("\\n").forEach((field) => {
+        const colon = field.indexOf(": ");
+        fields[field.slice(0, colon)] = field.slice(colon + 2);
+      });
+      buffer = buffer.slice(end + 2);
+      if (fields.event === "end") return;
+      const data = JSON.parse(fields.data);
+      if (fields.event === "error") throw new Error(`stream: ${data.error}`);
+      target.textContent += data.text;
+    }
+  }
+}
+
 async function run() {
   const lines = document.getElementById("sentences").value.split("\\n")
     .filter((line) => line.trim() !== "");
@@ -123,6 +167,16 @@ async function run() {
       SIGNATURES.forEach((s, j) => block.appendChild(table(s, answers[j][i])));
       results.appendChild(block);
     });
+    if (STREAMS) {
+      const prefix = document.getElementById("prefix").value;
+      const blocks = results.getElementsByClassName("sentence");
+      for (let i = 0; i < lines.length; i++) {
+        const streamed = document.createElement("div");
+        streamed.className = "streamed";
+        blocks[i].appendChild(streamed);
+        await stream(lines[i], prefix, streamed);
+      }
+    }
   } catch (e) {
     error.textContent = e.message;
   } finally {
@@ -152,6 +206,7 @@ def render(server):
     replacements = {
         "__MODEL_JSON__": json.dumps(server.model_name),
         "__SIGNATURES_JSON__": json.dumps(names),
+        "__STREAMS_JSON__": json.dumps(hasattr(server.servable, "stream")),
         "__TITLE__": html.escape(title),
         "__NAME__": html.escape(server.model_name),
         "__VERSION__": str(server.version),

@@ -41,8 +41,10 @@ def browser():
     driver.quit()
 
 
-def _run(browser, server, text):
+def _run(browser, server, text, prefix=None):
     browser.get(server.url + "/")
+    if prefix is not None:
+        browser.find_element(By.ID, "prefix").send_keys(prefix)
     box = browser.find_element(By.ID, "sentences")
     box.clear()
     box.send_keys(text)
@@ -91,3 +93,29 @@ def test_page_shows_the_servers_error(browser, server):
     error = browser.find_element(By.ID, "error").text
     assert "'instances' is an empty list" in error and "HTTP 400" in error
     assert browser.find_elements(By.CLASS_NAME, "sentence") == []
+
+
+def test_a_ctranslate2_page_streams_each_translation_from_its_prefix(browser, tmp_path):
+    """CTranslate2's server streams: the page shows, under each sentence,
+    the greedy translation read from `:stream`, forced to start with the
+    prefix typed in its box."""
+    pytest.importorskip("ctranslate2")
+    from tests.zoo.serving import exports
+    from zoo.serving import ModelServer
+    from zoo.serving.ctranslate2_model import CTranslate2Model, CTranslate2Servable
+
+    path = exports.export_translator_ctranslate2(tmp_path)
+    server = ModelServer(
+        str(path), 1, NAME, port=0, servable_class=CTranslate2Servable
+    ).start().load()  # fmt: skip
+    try:
+        _run(browser, server, "\n".join(SENTENCES), prefix="w9 w8")
+        assert browser.find_element(By.ID, "error").text == ""
+        shown = [e.text for e in browser.find_elements(By.CLASS_NAME, "streamed")]
+        expected = CTranslate2Model(path).translate(
+            SENTENCES, beam_width=1, target_prefix="w9 w8"
+        )
+        assert shown == [t.strip() for t in expected]
+        assert all(t.startswith("w9 w8") for t in shown)
+    finally:
+        server.stop(grace=5)
