@@ -269,6 +269,50 @@ def check_control_values(
     check_bool(suppress_unknown, "suppress_unknown")
 
 
+def check_target_prefix(target_prefix, count):
+    """Each text's forced start, as a list of `count` str (None: none).
+
+    The one check of prefixes given as text (`target_prefix` of
+    `TrainedModel.translate`, the command line and the CTranslate2 paths);
+    `check_prefix_ids` then checks the ids they tokenize to.
+
+    Args:
+        target_prefix: None, one str (the start of every text's
+            translation) or a list of str, one per text ("" forces
+            nothing).
+        count: int, the number of texts.
+
+    Returns:
+        None for None, else a list of `count` str.
+
+    Raises:
+        TypeError: when `target_prefix` is neither a str nor a list of str.
+        ValueError: when the list does not hold one str per text.
+    """
+    if target_prefix is None:
+        return None
+    if isinstance(target_prefix, str):
+        return [target_prefix] * count
+    if isinstance(target_prefix, bytes) or not hasattr(target_prefix, "__iter__"):
+        raise TypeError(
+            "`target_prefix` must be a str or a list of str; received "
+            f"{type(target_prefix).__name__}."
+        )
+    prefixes = list(target_prefix)
+    for item in prefixes:
+        if not isinstance(item, str):
+            raise TypeError(
+                "`target_prefix` must hold str; received "
+                f"{type(item).__name__} ({item!r})."
+            )
+    if len(prefixes) != count:
+        raise ValueError(
+            f"`target_prefix` must hold one str per text ({count}); "
+            f"received {len(prefixes)}."
+        )
+    return prefixes
+
+
 def check_token_names(tokens, name, vocabulary):
     """The ids of the tokens `tokens` names in `vocabulary` (None: none).
 
@@ -303,7 +347,7 @@ def check_token_names(tokens, name, vocabulary):
             )
         if token not in ids:
             raise ValueError(
-                f"`{name}` names {token!r}, which is no token of the target "
+                f"`{name}` names {token!r}, which is no token of the output "
                 f"vocabulary ({len(vocabulary)} tokens)."
             )
         found.append(ids[token])

@@ -1,6 +1,7 @@
 """Helpers shared by the builders: argument checks and preset resolution."""
 
 import contextlib
+import gc
 import inspect
 import re
 
@@ -108,7 +109,8 @@ class TokenIdsModel(keras.Model):
         def chosen(layer):
             return quantizable(layer) and _matches(layer, filters)
 
-        super().quantize(mode, config=config, filters=chosen, **kwargs)
+        with one_garbage_collection():
+            super().quantize(mode, config=config, filters=chosen, **kwargs)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         for name, value in self._named_inputs(inputs):
@@ -357,6 +359,25 @@ def quantized_layers(model):
     }
 
 
+@contextlib.contextmanager
+def one_garbage_collection():
+    """Runs a block with one garbage collection at its end instead of many.
+
+    Keras' `Layer.__delattr__` runs a full `gc.collect()` for each variable
+    a layer drops, as quantizing does with every float kernel, so that
+    device buffers are freed at once; in a process holding many objects
+    each collection takes a good part of a second. One collection after the
+    whole model frees the same buffers.
+    """
+    collect = gc.collect
+    gc.collect = lambda generation=2: 0
+    try:
+        yield
+    finally:
+        gc.collect = collect
+        collect()
+
+
 def requantize(model, quantized):
     """Quantize `model`'s layers as `quantized_layers` recorded them.
 
@@ -376,12 +397,13 @@ def requantize(model, quantized):
             config = keras.quantizers.Int4QuantizationConfig(
                 block_size=policy.block_size
             )
-        keras.Model.quantize(
-            model,
-            policy.quantization_mode,
-            config=config,
-            filters=lambda layer, paths=paths: layer.path in paths,
-        )
+        with one_garbage_collection():
+            keras.Model.quantize(
+                model,
+                policy.quantization_mode,
+                config=config,
+                filters=lambda layer, paths=paths: layer.path in paths,
+            )
     missing = set(quantized) - set(quantized_layers(model))
     if missing:
         raise ValueError(

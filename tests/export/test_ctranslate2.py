@@ -323,12 +323,12 @@ SENTENCES = ["Ich sehe du!", "wir mag sie er.", ""]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _reported_modules(command):
-    """A script running `zoo.cli.main.main(command)`, then printing which of
-    TensorFlow, Keras and keras-hub the process loaded."""
+def _reported_modules(command, *more):
+    """A script running `zoo.cli.main.main` on each command, then printing
+    which of TensorFlow, Keras and keras-hub the process loaded."""
     return (
         "import sys\nfrom zoo.cli.main import main\n"
-        f"status = main({command!r})\n"
+        f"status = max(main(argv) or 0 for argv in {[command, *more]!r})\n"
         "heavy = ('tensorflow', 'keras', 'keras_hub')\n"
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "print('loaded:', loaded, file=sys.stderr)\n"
@@ -348,12 +348,13 @@ def greedy_outputs(exported):
     return preprocessor.detokenize(generated) + [""]
 
 
-def test_translate_command_imports_neither_tensorflow_nor_keras(
+def test_translate_and_score_commands_import_neither_tensorflow_nor_keras(
     exported, greedy_outputs
 ):
     _, out = exported
     script = _reported_modules(
-        ["translate", "--ctranslate2", str(out), "--beam-width", "1", *SENTENCES]
+        ["translate", "--ctranslate2", str(out), "--beam-width", "1", *SENTENCES],
+        ["score", "--ctranslate2", str(out), "Ich sehe du!\tI see you."],
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -365,7 +366,9 @@ def test_translate_command_imports_neither_tensorflow_nor_keras(
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "loaded: []" in result.stderr
-    assert result.stdout.split("\n")[:3] == greedy_outputs
+    lines = result.stdout.split("\n")
+    assert lines[:3] == greedy_outputs
+    assert float(lines[3].split("\t")[0]) < 0, lines[3]  # `score`'s log-probability.
 
 
 def _post(url, body):

@@ -3,6 +3,11 @@
 from zoo.cli.errors import named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
+from zoo.cli.translate import (
+    CONTROL_FLAGS,
+    add_control_arguments,
+    control_values,
+)
 from zoo.recipes.families import listed
 from zoo.recipes.settings import GenerateSettings
 
@@ -12,6 +17,13 @@ def needs_tensorflow(args):
     it loads a Keras model and its TensorFlow text pipeline."""
     del args
     return True
+
+
+# A language model samples past its end token (no minimum length to hold)
+# and starts from its prompt (no prefix to force).
+GENERATE_CONTROLS = (
+    "--no-repeat-ngram-size", "--repetition-penalty", "--suppress", "--scores",
+)  # fmt: skip
 
 
 def add_parser(commands):
@@ -48,6 +60,7 @@ def add_parser(commands):
         help="of the sampler; a prompt and a seed always give the same text "
         f"(default: {defaults.seed})",
     )
+    add_control_arguments(parser, GENERATE_CONTROLS, "decoding controls")
     parser.add_argument("prompts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -68,13 +81,18 @@ def run(args):
             ("seed", args.seed),
         )
     }
+    controls = control_values(args, GENERATE_CONTROLS)
     flags = {name: "--" + name.replace("_", "-") for name in options}
+    flags.update({name: flag for flag, name in CONTROL_FLAGS.items()})
     trained = load_model_dir(args.model_dir, "generate")
     with named_as_flags(**flags):
-        trained.check_generate_options(**options)
+        trained.check_generate_options(**options, **controls)
     prompts = read_texts(args.prompts, "prompts")
     # One prompt at a time: each draws from the seed as if it were alone.
     with truncation_note(total=len(prompts)):
         for prompt in prompts:
-            print(trained.generate(prompt, **options))
+            output = trained.generate(prompt, **options, **controls)
+            if controls.get("return_scores"):
+                output = f"{output.text}\t{output.log_prob:.4f}"
+            print(output)
     return 0

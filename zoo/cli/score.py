@@ -85,8 +85,15 @@ def run(args):
     sources, targets = _split(read_texts(args.pairs, "source<TAB>target pairs"))
     if not sources:
         return 0
-    with named_as_flags(batch_size="--batch-size"), truncation_note():
-        scored = model.score(sources, targets, batch_size=args.batch_size)
+    if args.ctranslate2:
+        from zoo.serving.ctranslate2_model import say_truncated
+
+        with named_as_flags(batch_size="--batch-size"):
+            scored = model.score(sources, targets, batch_size=args.batch_size)
+        say_truncated(model, len(sources))
+    else:
+        with named_as_flags(batch_size="--batch-size"), truncation_note():
+            scored = model.score(sources, targets, batch_size=args.batch_size)
     for output in scored:
         line = f"{output.log_prob:.4f}\t{output.log_prob / len(output.tokens):.4f}"
         if args.tokens:

@@ -58,63 +58,58 @@ def add_parser(commands):
     parser.set_defaults(run=run)
 
 
-# The decoding controls: flag -> `TrainedModel.translate`'s argument.
-CONTROL_FLAGS = {
-    "--target-prefix": "target_prefix",
-    "--min-new-tokens": "min_new_tokens",
-    "--no-repeat-ngram-size": "no_repeat_ngram_size",
-    "--repetition-penalty": "repetition_penalty",
-    "--suppress": "suppress",
-    "--suppress-unknown": "suppress_unknown",
-    "--scores": "return_scores",
-}
+# The decoding controls: flag -> (`TrainedModel.translate`'s argument,
+# argparse's options). `generate` offers those that apply to a language
+# model, which samples past its end token and forces nothing but its prompt.
+CONTROLS = {
+    "--target-prefix": ("target_prefix", {
+        "help": "the start of every translation, forced, then continued",
+    }),
+    "--min-new-tokens": ("min_new_tokens", {
+        "type": int, "help": "no end token before this many tokens",
+    }),
+    "--no-repeat-ngram-size": ("no_repeat_ngram_size", {
+        "type": int, "help": "no n-gram of this size twice in an output",
+    }),
+    "--repetition-penalty": ("repetition_penalty", {
+        "type": float,
+        "help": "CTRL's penalty p > 0 of the tokens written (p > 1: fewer repeats)",
+    }),
+    "--suppress": ("suppress", {
+        "action": "append", "metavar": "TOKEN",
+        "help": "a token never written (repeat the flag for more)",
+    }),
+    "--suppress-unknown": ("suppress_unknown", {
+        "action": "store_true", "help": "never write [UNK]",
+    }),
+    "--scores": ("return_scores", {
+        "action": "store_true",
+        "help": "print each output's log-probability after a tab (--model-dir)",
+    }),
+}  # fmt: skip
+CONTROL_FLAGS = {flag: name for flag, (name, _) in CONTROLS.items()}
 
 
-def add_control_arguments(parser):
-    """The decoding controls of `TrainedModel.translate`, as flags (with
-    --model-dir); their bounds are the API's."""
+def add_control_arguments(parser, flags=tuple(CONTROLS), title=None):
+    """The decoding controls of `TrainedModel.translate` (or `generate`), as
+    flags; their bounds are the API's.
+
+    Args:
+        parser: the command's `argparse` parser.
+        flags: the flags of `CONTROLS` to add.
+        title: str, the group's title in `--help`.
+    """
     group = parser.add_argument_group(
-        "decoding controls (with --model-dir or --ctranslate2)"
+        title or "decoding controls (with --model-dir or --ctranslate2)"
     )
-    group.add_argument(
-        "--target-prefix",
-        default=None,
-        help="the start of every translation, forced, then continued",
-    )
-    group.add_argument(
-        "--min-new-tokens", type=int, default=None,
-        help="no end token before this many tokens",
-    )  # fmt: skip
-    group.add_argument(
-        "--no-repeat-ngram-size", type=int, default=None,
-        help="no n-gram of this size twice in a translation",
-    )  # fmt: skip
-    group.add_argument(
-        "--repetition-penalty", type=float, default=None,
-        help="CTRL's penalty p > 0 of the tokens written (p > 1: fewer repeats)",
-    )  # fmt: skip
-    group.add_argument(
-        "--suppress", action="append", default=None, metavar="TOKEN",
-        help="a target token never written (repeat the flag for more)",
-    )  # fmt: skip
-    group.add_argument(
-        "--suppress-unknown", action="store_true", default=None,
-        help="never write [UNK]",
-    )  # fmt: skip
-    group.add_argument(
-        "--scores", action="store_true", default=None,
-        help="print each translation's log-probability after a tab (--model-dir)",
-    )  # fmt: skip
+    for flag in flags:
+        name, options = CONTROLS[flag]
+        group.add_argument(flag, dest=name, default=None, **options)
 
 
-def _controls(args):
-    """The controls given: `TrainedModel.translate`'s argument -> value."""
-    given = {
-        name: getattr(args, name)
-        for name in CONTROL_FLAGS.values()
-        if name != "return_scores"
-    }
-    given["return_scores"] = args.scores
+def control_values(args, flags=tuple(CONTROLS)):
+    """The controls given on the command line: argument -> value."""
+    given = {CONTROL_FLAGS[flag]: getattr(args, CONTROL_FLAGS[flag]) for flag in flags}
     return {name: value for name, value in given.items() if value is not None}
 
 
@@ -139,7 +134,7 @@ def run(args):
     # `keras_seq.defaults`: the command adds no default of its own.
     chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
     options = {name: value for name, value in chosen.items() if value is not None}
-    controls = _controls(args)
+    controls = control_values(args)
     flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
     if controls and args.saved_model:
         named = ", ".join(flags[name] for name in controls)
@@ -183,9 +178,9 @@ def run(args):
         ):
             checked = {k: v for k, v in controls.items() if k != "target_prefix"}
             trained.check_translate_options(**options, **checked)
-            sentences = read_texts(args.texts)
-            with truncation_note():
-                outputs = trained.translate(sentences, **options, **controls)
+        sentences = read_texts(args.texts)
+        with truncation_note():
+            outputs = trained.translate(sentences, **options, **controls)
         if controls.get("return_scores"):
             outputs = [f"{output.text}\t{output.log_prob:.4f}" for output in outputs]
     for output in outputs:

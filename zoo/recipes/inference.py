@@ -8,6 +8,7 @@ import typing
 import numpy as np
 
 from keras_seq.text import END_ID
+from keras_seq.validation import check_target_prefix
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import GenerateSettings
 
@@ -95,13 +96,7 @@ def translate_texts(
     texts = check_text_list(texts)
     if not texts:
         return []
-    if target_prefix is not None:
-        target_prefix = check_text_list(target_prefix, "target_prefix")
-        if len(target_prefix) != len(texts):
-            raise ValueError(
-                f"`target_prefix` must hold one str per text ({len(texts)}); "
-                f"received {len(target_prefix)}."
-            )
+    target_prefix = check_target_prefix(target_prefix, len(texts))
     max_new_tokens = max_new_tokens or preprocessor.length_limit - 1
     vocabulary = preprocessor.target_tokenizer.get_vocabulary()
     end_token_id = generate_kwargs.get("end_token_id", END_ID)
@@ -243,7 +238,17 @@ def classify_texts(model, preprocessor, texts, batch_size=64):
     return keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
 
 
-def generate_text(model, preprocessor, prompt, max_new_tokens, top_k, top_p, seed):
+def generate_text(
+    model,
+    preprocessor,
+    prompt,
+    max_new_tokens,
+    top_k,
+    top_p,
+    seed,
+    return_scores=False,
+    **controls,
+):
     """Samples a continuation of one `prompt` (top-k, or top-p).
 
     The prompt becomes ids by `preprocessor.prompt_ids`, the rule of the
@@ -258,9 +263,14 @@ def generate_text(model, preprocessor, prompt, max_new_tokens, top_k, top_p, see
         prompt: str.
         max_new_tokens: int, or None for all the room the prompt leaves.
         top_k, top_p, seed: of the sampler.
+        return_scores: bool, return `Scored` (the text, and each new
+            token and its log-probability) instead of str.
+        **controls: `model.generate`'s decoding controls
+            (`no_repeat_ngram_size`, `repetition_penalty`,
+            `suppress_token_ids`).
 
     Returns:
-        str, the prompt and its continuation.
+        str (or `Scored`), the prompt and its continuation.
     """
     from keras_seq import text
 
@@ -274,8 +284,14 @@ def generate_text(model, preprocessor, prompt, max_new_tokens, top_k, top_p, see
         top_p=top_p,
         seed=seed,
         end_token_id=None,
+        return_scores=return_scores,
+        **controls,
     )
-    stream = ids + np.asarray(new)[0].tolist()
+    scores = None
+    if return_scores:
+        new, scores = (np.asarray(part)[0] for part in new)
+    new_ids = np.asarray(new).reshape(-1).tolist()
+    stream = ids + new_ids
     lines, line = [], []
     for token in stream + [text.END_ID]:
         if token == text.END_ID:
@@ -284,4 +300,8 @@ def generate_text(model, preprocessor, prompt, max_new_tokens, top_k, top_p, see
         elif token != text.START_ID:
             line.append(token)
     decoded = preprocessor.detokenize([row or [0] for row in lines])
-    return " / ".join(line for line in decoded if line)
+    text = " / ".join(line for line in decoded if line)
+    if not return_scores:
+        return text
+    vocabulary = preprocessor.tokenizer.get_vocabulary()
+    return Scored(text, [vocabulary[i] for i in new_ids], [float(v) for v in scores])

@@ -16,6 +16,7 @@ from keras_seq.validation import (
     check_control_values,
     check_finite,
     check_int_in,
+    check_target_prefix,
     check_token_names,
 )
 from zoo.recipes import inference
@@ -353,8 +354,9 @@ class TrainedModel:
         check_bool(return_scores, "return_scores")
 
     def _suppressed_ids(self, suppress):
-        """The target ids of the tokens `suppress` names (None: none)."""
-        vocabulary = self.preprocessor.target_tokenizer.get_vocabulary()
+        """The output ids of the tokens `suppress` names (None: none)."""
+        tokenizer = getattr(self.preprocessor, "target_tokenizer", None)
+        vocabulary = (tokenizer or self.preprocessor.tokenizer).get_vocabulary()
         return check_token_names(suppress, "suppress", vocabulary)
 
     def translate(
@@ -440,8 +442,7 @@ class TrainedModel:
                 **controls,
             )[0]
         texts = check_text_list(texts, "texts")
-        if isinstance(target_prefix, str):
-            target_prefix = [target_prefix] * len(texts)
+        target_prefix = check_target_prefix(target_prefix, len(texts))
         options = {name: value for name, value in controls.items() if value}
         suppressed = self._suppressed_ids(suppress)
         if suppressed:
@@ -544,12 +545,22 @@ class TrainedModel:
         return [classified.label for classified in self.classify(texts)]
 
     def check_generate_options(
-        self, max_new_tokens=None, top_k=inference.SAMPLE_TOP_K, top_p=None, seed=0
+        self,
+        max_new_tokens=None,
+        top_k=inference.SAMPLE_TOP_K,
+        top_p=None,
+        seed=0,
+        *,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+        return_scores=False,
     ):
         """Refuses options of `generate` this model cannot honour.
 
         Raises:
-            ValueError: naming the argument, its bound and the value.
+            TypeError, ValueError: naming the argument, its bound and the
+                value.
         """
         self._require("generate")
         limit = self.preprocessor.max_length
@@ -565,6 +576,12 @@ class TrainedModel:
         ):
             raise ValueError(f"`top_p` must be in (0, 1]; received {top_p!r}.")
         check_int_in(seed, "seed", 0, 2**31 - 1, "the largest int32 seed")
+        check_control_values(
+            no_repeat_ngram_size=no_repeat_ngram_size,
+            repetition_penalty=repetition_penalty,
+        )
+        self._suppressed_ids(suppress)
+        check_bool(return_scores, "return_scores")
 
     def generate(
         self,
@@ -573,6 +590,11 @@ class TrainedModel:
         top_k=inference.SAMPLE_TOP_K,
         top_p=None,
         seed=0,
+        *,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+        return_scores=False,
     ):
         """Samples a continuation of `prompt` (top-k, or top-p) from a language
         model; a translator's `generate` is `translate` at its defaults.
@@ -595,9 +617,18 @@ class TrainedModel:
             top_p: float in (0, 1] or None, the nucleus of the sampler
                 (within the `top_k` most likely tokens).
             seed: int in [0, 2**31) or None, of the sampler.
+            no_repeat_ngram_size: None or an int n: no n-gram twice, the
+                prompt's included.
+            repetition_penalty: None or a float p > 0 (CTRL's) of the
+                tokens of the prompt and the continuation.
+            suppress: None or a list of tokens (str) never written.
+            return_scores: bool, return `zoo.recipes.inference.Scored`
+                (`text`; `tokens` and `log_probs` of the new tokens) instead
+                of str.
 
         Returns:
-            str, the prompt and its continuation; a list of str for a list.
+            str (or `Scored`), the prompt and its continuation; a list for
+            a list.
 
         Raises:
             ValueError: for an option out of its bounds, before any work.
@@ -617,14 +648,36 @@ class TrainedModel:
                     f"{', '.join(given)} for it (received {given[0]}="
                     f"{sampling[given[0]][0]!r})."
                 )
-            return self.translate(prompt, max_new_tokens=max_new_tokens)
-        self.check_generate_options(max_new_tokens, top_k, top_p, seed)
+            return self.translate(
+                prompt,
+                max_new_tokens=max_new_tokens,
+                no_repeat_ngram_size=no_repeat_ngram_size,
+                repetition_penalty=repetition_penalty,
+                suppress=suppress,
+                return_scores=return_scores,
+            )
+        controls = {
+            "no_repeat_ngram_size": no_repeat_ngram_size,
+            "repetition_penalty": repetition_penalty,
+            "suppress": suppress,
+            "return_scores": return_scores,
+        }
+        self.check_generate_options(max_new_tokens, top_k, top_p, seed, **controls)
         if not isinstance(prompt, str):
             prompts = check_text_list(prompt, "prompt")
             return [
-                self.generate(p, max_new_tokens, top_k, top_p, seed) for p in prompts
+                self.generate(p, max_new_tokens, top_k, top_p, seed, **controls)
+                for p in prompts
             ]
+        options = {
+            name: value
+            for name, value in controls.items()
+            if value and name not in ("suppress", "return_scores")
+        }
+        suppressed = self._suppressed_ids(suppress)
+        if suppressed:
+            options["suppress_token_ids"] = suppressed
         return inference.generate_text(
             self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
-            seed,
+            seed, return_scores=return_scores, **options,
         )  # fmt: skip

@@ -35,6 +35,7 @@ from keras_seq.validation import (
     check_control_values,
     check_finite,
     check_int_in,
+    check_target_prefix,
     check_token_names,
 )
 from zoo.serving.rest import DEFAULT_SIGNATURE, LoadError, RequestError, ServableBase
@@ -420,13 +421,7 @@ class CTranslate2Model:
                 `repetition_penalty`, `suppress`, `suppress_unknown`.
         """
         sentences = list(sentences)
-        if isinstance(target_prefix, str):
-            target_prefix = [target_prefix] * len(sentences)
-        if target_prefix is not None and len(target_prefix) != len(sentences):
-            raise ValueError(
-                f"`target_prefix` must hold one str per text ({len(sentences)}); "
-                f"received {len(target_prefix)}."
-            )
+        target_prefix = check_target_prefix(target_prefix, len(sentences))
         rows, self.truncated = self.source_tokenizer.encode(sentences)
         outputs = [""] * len(rows)
         filled = [i for i, row in enumerate(rows) if row]
@@ -475,7 +470,7 @@ class CTranslate2Model:
             )
         limit = self.max_decoding_length
         check_int_in(max_new_tokens, "max_new_tokens", 1, limit, "max_decoding_length")
-        prefixes = None if target_prefix is None else [target_prefix]
+        prefixes = check_target_prefix(target_prefix, 1)
         options = self.control_options(prefixes, **controls)
         (row,), truncated = self.source_tokenizer.encode([sentence])
         self.truncated = truncated
@@ -536,6 +531,14 @@ class CTranslate2Model:
         if not sources:
             return []
         source_rows, self.truncated = self.source_tokenizer.encode(sources)
+        for index, row in enumerate(source_rows):
+            if not row:
+                # `score_batch` answers 0 for every token after an empty
+                # source: a certainty the model never gave.
+                raise ValueError(
+                    f"`sources[{index}]` has no tokens; CTranslate2 scores no "
+                    "translation of an empty source."
+                )
         room = self.max_decoding_length
         target_rows = [
             row[: room - 1] for row in self.target_tokenizer.tokenize(targets)
@@ -689,7 +692,10 @@ class CTranslate2Servable(ServableBase):
                 f"received {len(targets)}.",
             )
         width = self.model.max_decoding_length
-        scored = self.model.score(sentences, targets)
+        try:
+            scored = self.model.score(sentences, targets)
+        except ValueError as error:
+            raise RequestError(400, str(error)) from None
         token_scores = np.zeros((len(scored), width), np.float32)
         ids = np.zeros((len(scored), width), np.int32)
         for row, result in enumerate(scored):
@@ -742,6 +748,19 @@ def add_translate_arguments(parser):
     )
 
 
+def say_truncated(model, total):
+    """The command line's note of how many sources `model` cut (a
+    `TruncationWarning` would import TensorFlow's text pipeline)."""
+    cut = sum(model.truncated)
+    if cut:
+        print(
+            f"keras-seq: note: {cut} of {total} sentences are longer than "
+            f"the model's max_length ({model.settings['max_length']} tokens); "
+            "each was cut to it.",
+            file=sys.stderr,
+        )
+
+
 def translate_command(
     directory,
     texts,
@@ -765,19 +784,13 @@ def translate_command(
     except (ValueError, ImportError) as error:
         print(f"keras-seq: --ctranslate2 {directory}: {error}", file=sys.stderr)
         return 1
+    # Only the option checks speak in flags: an error of the translation
+    # itself is not the user's flag and keeps its traceback.
     try:
+        check_int_in(beam_width, "beam_width", 1, allow_none=False)
+        check_finite(length_penalty, "length_penalty")
         model.control_options(
             **{k: v for k, v in controls.items() if k != "target_prefix"}
-        )
-        lines = _read_lines(texts)
-        if stream:
-            for line in lines:
-                for piece in model.stream(line, **controls):
-                    print(piece, end="", flush=True)
-                print(flush=True)
-            return 0
-        outputs = model.translate(
-            lines, beam_width=beam_width, length_penalty=length_penalty, **controls
         )
     except (ValueError, TypeError) as error:
         message = str(error)
@@ -785,14 +798,21 @@ def translate_command(
             message = message.replace(f"`{name}`", flag)
         print(f"keras-seq: {message}", file=sys.stderr)
         return 1
-    cut = sum(model.truncated)
-    if cut:
-        print(
-            f"keras-seq: note: {cut} of {len(outputs)} sentences are longer than "
-            f"the model's max_length ({model.settings['max_length']} tokens); "
-            "each was cut to it.",
-            file=sys.stderr,
-        )
+    try:
+        lines = _read_lines(texts)
+    except ValueError as error:
+        print(f"keras-seq: {error}", file=sys.stderr)
+        return 1
+    if stream:
+        for line in lines:
+            for piece in model.stream(line, **controls):
+                print(piece, end="", flush=True)
+            print(flush=True)
+        return 0
+    outputs = model.translate(
+        lines, beam_width=beam_width, length_penalty=length_penalty, **controls
+    )
+    say_truncated(model, len(outputs))
     for output in outputs:
         print(output)
     return 0

@@ -79,6 +79,16 @@ def test_the_same_seed_gives_the_same_text_on_every_call(trained):
                                         "bytes."),
         ({"prompt": ["you", 3]}, TypeError, "`prompt[1]` must be a str; received "
                                             "int."),
+        ({"repetition_penalty": 0.0}, ValueError, "`repetition_penalty` must be "
+                                                  "a finite number above 0; "
+                                                  "received 0.0."),
+        ({"no_repeat_ngram_size": -1}, ValueError, "`no_repeat_ngram_size` must "
+                                                   "be at least 0; received -1."),
+        ({"suppress": ["nowhere"]}, ValueError, "`suppress` names 'nowhere', which "
+                                                "is no token of the output "
+                                                "vocabulary ({size} tokens)."),
+        ({"return_scores": 1}, ValueError, "`return_scores` must be True or "
+                                           "False; received 1."),
     ],
 )  # fmt: skip
 def test_generate_refuses_bad_options_in_one_line(trained, options, error, message):
@@ -100,3 +110,44 @@ def test_a_cut_prompt_is_one_note_for_all_prompts(language_model_run):
         "max_length=32 leaves for 4 new tokens; each kept its last tokens."
     )
     assert "Warning" not in stderr
+
+
+def _ngrams(tokens, n):
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def test_the_controls_reach_the_sampler(trained, language_model_run):
+    """The decoding controls of `generate` on a language model: scores that
+    are the log-probabilities of the tokens written, suppressed tokens and
+    repeated n-grams that never appear, and the command line's flags giving
+    what the API gives."""
+    plain = trained.generate("you he", max_new_tokens=12, seed=3, return_scores=True)
+    assert plain.text == trained.generate("you he", max_new_tokens=12, seed=3)
+    assert len(plain.tokens) == len(plain.log_probs) == 12
+    assert all(v <= 0 for v in plain.log_probs)
+    assert plain.log_prob == pytest.approx(sum(plain.log_probs))
+    # The most written token of the plain draw, then suppressed.
+    written = [t for t in plain.tokens if not t.startswith("[")]
+    common = max(set(written), key=written.count)
+    controlled = trained.generate(
+        "you he", max_new_tokens=12, seed=3, top_k=20, suppress=[common],
+        no_repeat_ngram_size=1, return_scores=True,
+    )  # fmt: skip
+    assert common not in controlled.tokens
+    prompt_and_new = ["you", "he", *controlled.tokens]
+    # n = 1: no id twice, the prompt's included (the end token too).
+    assert len(set(prompt_and_new)) == len(prompt_and_new), prompt_and_new
+    status, lines, stderr = _generate(
+        language_model_run[0], "--max-new-tokens", "12", "--seed", "3",
+        "--top-k", "20", "--suppress", common, "--no-repeat-ngram-size", "1",
+        "--scores", "you he", in_process=True,
+    )  # fmt: skip
+    assert status == 0, stderr[-2000:]
+    text, log_prob = lines[0].rsplit("\t", 1)
+    assert text == controlled.text
+    assert float(log_prob) == pytest.approx(controlled.log_prob, abs=1e-3)
+    refused = _generate(
+        language_model_run[0], "--repetition-penalty", "-1", "you", in_process=True
+    )
+    assert refused[0] == 1
+    assert refused[2].splitlines()[-1].startswith("keras-seq: --repetition-penalty")

@@ -136,6 +136,10 @@ def test_the_ctranslate2_export_scores_and_decodes_with_the_controls(
     totals = [float(line.split("\t")[0]) for line in result.stdout.splitlines()]
     np.testing.assert_allclose(totals, [s.log_prob for s in got], atol=1e-3)
 
+    # `score_batch` would answer 0 (certain) for each token after nothing.
+    with pytest.raises(ValueError, match=r"^`sources\[1\]` has no tokens"):
+        engine.score(["du.", " "], ["you.", "you."])
+
     sentences = ["ich sehe du.", "er mag sie."]
     for beam_width in (1, 3):
         controls = {
@@ -161,3 +165,23 @@ def test_the_ctranslate2_export_scores_and_decodes_with_the_controls(
     )  # fmt: skip
     assert refused.returncode == 1
     assert "--suppress names 'nowhere', which is no token" in refused.stderr
+
+
+def test_only_the_option_checks_speak_in_flags(
+    translator_run, translator_ctranslate2, monkeypatch
+):
+    """An error raised while translating is not a flag's: it keeps its
+    traceback instead of turning into a usage line that names a flag."""
+    from zoo.recipes.trained import TrainedModel
+    from zoo.serving.ctranslate2_model import CTranslate2Model
+
+    def broken(self, *args, **kwargs):
+        raise ValueError("`beam_width` broke inside")
+
+    for cls, flag, directory in (
+        (TrainedModel, "--model-dir", translator_run[0]),
+        (CTranslate2Model, "--ctranslate2", translator_ctranslate2),
+    ):
+        monkeypatch.setattr(cls, "translate", broken)
+        with pytest.raises(ValueError, match="`beam_width` broke inside"):
+            run_cli("translate", flag, directory, "du.", in_process=True)

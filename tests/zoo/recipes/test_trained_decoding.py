@@ -125,6 +125,8 @@ def test_min_new_tokens_holds_the_end_token_back(trained):
         ({"suppress_unknown": "yes"}, r"^`suppress_unknown` must be"),
         ({"return_scores": 1}, r"^`return_scores` must be"),
         ({"target_prefix": ["w1"]}, r"^`target_prefix` must hold one str per text"),
+        ({"target_prefix": 5}, r"^`target_prefix` must be a str or a list of str"),
+        ({"target_prefix": ["w1", 2]}, r"^`target_prefix` must hold str; received int"),
     ],
 )
 def test_a_control_out_of_range_is_refused_in_one_line(trained, options, message):

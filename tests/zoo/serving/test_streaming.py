@@ -61,6 +61,19 @@ def test_the_pieces_join_to_the_greedy_translation(ct2):
         engine.stream(["w1"])
 
 
+def test_a_prefix_is_checked_as_the_keras_paths_check_it(ct2):
+    """`keras_seq.validation.check_target_prefix` is the one check of
+    prefixes given as text: the same messages as `TrainedModel.translate`'s
+    (`tests/zoo/recipes/test_trained_decoding.py`)."""
+    engine = CTranslate2Model(ct2)
+    with pytest.raises(ValueError, match=r"^`target_prefix` must hold one str per"):
+        engine.translate(SENTENCES[:2], target_prefix=["w9"])
+    with pytest.raises(TypeError, match=r"^`target_prefix` must hold str"):
+        engine.translate(SENTENCES[:2], target_prefix=["w9", 9])
+    with pytest.raises(TypeError, match=r"^`target_prefix` must be a str or a list"):
+        engine.stream(SENTENCES[0], target_prefix=9)
+
+
 def test_translate_streams_each_line(ct2):
     streamed = run_cli(
         "translate", "--ctranslate2", ct2, "--stream", *SENTENCES, in_process=True
@@ -159,7 +172,12 @@ def test_a_client_that_hangs_up_mid_stream_frees_the_server():
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        assert b"data: " in client.recv(4096)
+        # The headers and the first event may come in separate packets.
+        received = b""
+        while b"data: " not in received:
+            chunk = client.recv(4096)
+            assert chunk, received
+            received += chunk
         assert server.in_flight == 1
         client.close()
         assert _Endless.closed.wait(30), "the stream was not closed"
