@@ -151,3 +151,27 @@ def test_the_controls_reach_the_sampler(trained, language_model_run):
     )
     assert refused[0] == 1
     assert refused[2].splitlines()[-1].startswith("keras-seq: --repetition-penalty")
+
+
+def test_the_control_flags_are_one_table():
+    """`translate` and `generate` take their decoding-control flags from the
+    one table, `zoo.cli.translate.CONTROLS`: a flag the two share is the
+    same flag (argument, type, help) in both."""
+    from zoo.cli.main import build_parser
+    from zoo.cli.translate import CONTROLS
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+
+    def controls(command):
+        return {
+            action.option_strings[0]: (action.dest, action.type, action.help)
+            for action in commands[command]._actions
+            if action.option_strings and action.option_strings[0] in CONTROLS
+        }
+
+    translate, generate = controls("translate"), controls("generate")
+    assert set(translate) == set(CONTROLS)
+    assert generate and set(generate) < set(translate)
+    for flag, (name, options) in CONTROLS.items():
+        assert translate[flag] == (name, options.get("type"), options["help"])
+        assert generate.get(flag, translate[flag]) == translate[flag]
