@@ -13,6 +13,7 @@ load over both trees alike.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -106,6 +107,24 @@ def table(runs):
     return lines
 
 
+@contextlib.contextmanager
+def worktree(root, revision):
+    """`revision` of the repository at `root`, checked out in a temporary
+    git worktree for as long as the context lasts; yields its path."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = os.path.join(scratch, "before")
+        git = ["git", "-C", root, "worktree"]
+        subprocess.run(
+            [*git, "add", "--detach", tree, revision], check=True, capture_output=True
+        )
+        try:
+            yield tree
+        finally:
+            subprocess.run(
+                [*git, "remove", "--force", tree], check=True, capture_output=True
+            )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="a git revision")
@@ -114,26 +133,13 @@ def main(argv=None):
     parser.add_argument("--processes", type=int, default=5)
     args = parser.parse_args(argv)
     root = os.path.abspath(args.after)
-    with tempfile.TemporaryDirectory() as scratch:
-        before = os.path.join(scratch, "before")
-        subprocess.run(
-            ["git", "-C", root, "worktree", "add", "--detach", before, args.before],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            trees = {"before": before, "after": root}
-            runs = {name: [] for name in trees}
-            for index in range(args.processes):
-                for name, tree in trees.items():
-                    runs[name].append(_time(tree, args.backend))
-                    print(f"process {index + 1}, {name}: {runs[name][-1]}", flush=True)
-        finally:
-            subprocess.run(
-                ["git", "-C", root, "worktree", "remove", "--force", before],
-                check=True,
-                capture_output=True,
-            )
+    with worktree(root, args.before) as before:
+        trees = {"before": before, "after": root}
+        runs = {name: [] for name in trees}
+        for index in range(args.processes):
+            for name, tree in trees.items():
+                runs[name].append(_time(tree, args.backend))
+                print(f"process {index + 1}, {name}: {runs[name][-1]}", flush=True)
     print(f"\n{args.backend}, {args.before} (before) against {root} (after), ms:\n")
     print("\n".join(table(runs)))
 

@@ -1,6 +1,6 @@
 """Where the first translation of a fresh process goes, phase by phase.
 
-    python -m benchmarks.first_call [--processes 3] [--sentences 20]
+    python -m benchmarks.first_call [--processes 3] [--sentences 20] [--before REV]
 
 A command such as `keras-seq translate --model-dir RUN` pays, in a fresh
 process, for its imports, for loading the run, and on its first batch for
@@ -13,7 +13,9 @@ cases:
 - `tensorflow`: the default backend;
 - `jax, cold cache` and `jax, warm cache`: JAX with its persistent
   compilation cache (`zoo.cli.startup.use_compilation_cache`) in a new
-  directory, and again in the directory the cold process filled.
+  directory, and again in the directory the cold process filled;
+- with `--before REV`, `tensorflow, REV`: the same run loaded by the code of
+  git revision `REV` (`benchmarks.ab.worktree`), to time a change.
 
 Each process reports imports, loading, the first `translate` call (tracing,
 compiling and decoding) and the same call again (decoding alone); the table
@@ -22,6 +24,7 @@ gives the median over processes. Results go to
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -29,6 +32,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from benchmarks.ab import worktree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PHASES = ("imports", "loading", "first translation", "again")
@@ -76,26 +81,31 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=20)
+    parser.add_argument("--before", help="a git revision to time as well")
     parser.add_argument(
         "--output", default=os.path.join(ROOT, "benchmarks/results/first-call.json")
     )
     args = parser.parse_args(argv)
     began, load_before = datetime.datetime.now().isoformat(timespec="seconds"), _load()
-    with tempfile.TemporaryDirectory() as scratch:
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory())
         run = os.path.join(scratch, "run")
         sentences = _make_run(run, args.sentences)
         cases = {
-            "tensorflow": ("tensorflow", None),
-            "jax, cold cache": ("jax", "cold"),
-            "jax, warm cache": ("jax", "warm"),
+            "tensorflow": ("tensorflow", None, ROOT),
+            "jax, cold cache": ("jax", "cold", ROOT),
+            "jax, warm cache": ("jax", "warm", ROOT),
         }
+        if args.before:
+            tree = stack.enter_context(worktree(ROOT, args.before))
+            cases[f"tensorflow, {args.before}"] = ("tensorflow", None, tree)
         times = {case: [] for case in cases}
         for process in range(args.processes):
             cache = os.path.join(scratch, f"cache-{process}")
-            for case, (backend, kind) in cases.items():
+            for case, (backend, kind, tree) in cases.items():
                 env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
                 output = subprocess.run(
-                    [sys.executable, "-c", _WORKER, ROOT, run,
+                    [sys.executable, "-c", _WORKER, tree, run,
                      cache if kind else "", json.dumps(sentences)],
                     env=env, capture_output=True, text=True, check=True,
                 ).stdout  # fmt: skip

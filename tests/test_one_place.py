@@ -89,3 +89,30 @@ def test_decoding_defaults_are_written_once():
         "zoo",
     )
     assert found == []
+
+
+def _tf_function_calls(*folders):
+    """Each `tf.function(...)` call of the code, by file and line."""
+    for path in _python(*folders):
+        for node in ast.walk(ast.parse(path.read_text())):
+            func = getattr(node, "func", None)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr == "function"
+                and getattr(func.value, "id", None) == "tf"
+            ):
+                yield f"{path.relative_to(ROOT)}:{node.lineno}", node
+
+
+def test_every_traced_function_skips_autograph():
+    """The decoding loops and the tokenizers are traced without autograph
+    (`strings_graph`, `_shape_free_xla_function`): they are written in
+    loop ops, and converting the source of each function they call is
+    most of a first call's tracing."""
+    calls = dict(_tf_function_calls("keras_seq", "zoo"))
+    assert len(calls) >= 2, calls
+    for place, call in calls.items():
+        options = {k.arg: k.value for k in call.keywords}
+        assert "autograph" in options, f"{place}: tf.function without autograph=False"
+        assert getattr(options["autograph"], "value", None) is False, place

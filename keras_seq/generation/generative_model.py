@@ -940,14 +940,21 @@ class GenerativeModel:
         )
         batch_size, given_length = ops.shape(given)
         decode = self._loop_step()
+
         # All given ids but the last go through the cache once, shared by
         # the beams; the beams start from the last one.
-        for index in range(given_length - 1):
+        def feed(index, cache):
             # `[:, index][:, None]`, not `[:, index : index + 1]`: under XLA
             # a slice from a traced index has a dynamic size (<= 1) that the
             # cache's stack cannot take.
             previous = ops.expand_dims(given[:, index], 1)
-            _, cache = decode(previous, index, context, cache)
+            return decode(previous, index, context, cache)[1]
+
+        if isinstance(given_length, int):  # Unrolled: the beams' one loop.
+            for index in range(given_length - 1):
+                cache = feed(index, cache)
+        else:  # TensorFlow traces for prompts of any length.
+            cache = ops.fori_loop(0, given_length - 1, feed, cache)
         context, cache = keras.tree.map_structure(
             lambda x: tile_beams(x, beam_width), (context, cache)
         )

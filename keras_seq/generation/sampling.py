@@ -293,7 +293,10 @@ def _shape_free_xla_function(fn):
     """
     import tensorflow as tf  # The TensorFlow backend only.
 
-    function = tf.function(fn, jit_compile=True, reduce_retracing=True)
+    # The loops are written in `keras.ops` control flow, as JAX needs them:
+    # AutoGraph would only rewrite the source of every function they call,
+    # which costs most of a first call's tracing.
+    function = tf.function(fn, jit_compile=True, reduce_retracing=True, autograph=False)
     concrete = {}
 
     def call(*inputs):

@@ -155,6 +155,19 @@ def map_without_autograph(dataset, function):
     return dataset.map(function, num_parallel_calls=tf.data.AUTOTUNE)
 
 
+def strings_graph(fn):
+    """`fn` of a (B,) `tf.string` tensor under `tf.function`, traced once.
+
+    Without autograph, as `map_without_autograph`: the tokenizers have no
+    data-dependent Python control flow (the exported graphs trace them
+    without it), and converting keras-hub's functions is most of a first
+    call's tracing.
+    """
+    return tf.function(
+        fn, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
+    )
+
+
 def warn_truncated(truncated, what, max_length):
     """Warns once (`TruncationWarning`), saying how many items were cut.
 

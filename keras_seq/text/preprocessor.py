@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from keras_seq.text.dataset_ops import TruncationWarning, tokenize_all
+from keras_seq.text.dataset_ops import TruncationWarning, strings_graph, tokenize_all
 from keras_seq.text.pipelines import _check_size
 from keras_seq.text.tokenizers import (
     detokenize,
@@ -174,9 +174,7 @@ class SingleVocabularyPreprocessor(Preprocessor):
             max_length, "max_length", minimum=self.minimum_length
         )
         # Traced once: eagerly, keras-hub tokenizes on a slower Python path.
-        self._tokenize_texts = tf.function(
-            self.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
-        )
+        self._tokenize_texts = strings_graph(self.tokenize)
 
     @property
     def vocabulary_size(self):

@@ -36,6 +36,7 @@ import os
 
 import tensorflow as tf
 
+from keras_seq.text.dataset_ops import strings_graph
 from keras_seq.text.vocabulary import (
     MASK_ID,
     PAD_ID,
@@ -306,9 +307,7 @@ class SentencePieceTokenizer(tf.Module):
         self.proto = check_model_proto(proto)
         self.language_code = bool(language_code)
         self._tokens = tokens
-        self._eager_ids = tf.function(
-            self._graph_ids, input_signature=[tf.TensorSpec([None], tf.string)]
-        )
+        self._eager_ids = strings_graph(self._graph_ids)
         # The reserved tokens are no keys: a text whose unknown characters
         # spell `[PAD]` must not become padding.
         reserved = len(RESERVED_TOKENS)
@@ -372,11 +371,7 @@ class SentencePieceTokenizer(tf.Module):
         if not alpha:
             raise ValueError(f"`alpha` must be in (0, 1); received {alpha!r}.")
         alpha = float(alpha)
-        graph = tf.function(
-            lambda sentences: self._graph_ids(sentences, alpha),
-            input_signature=[tf.TensorSpec([None], tf.string)],
-        )
-        return graph
+        return strings_graph(lambda sentences: self._graph_ids(sentences, alpha))
 
     def _ids(self, pieces):
         return tf.ragged.map_flat_values(self._table.lookup, pieces)

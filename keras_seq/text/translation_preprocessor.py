@@ -49,6 +49,7 @@ from keras_seq import defaults
 from keras_seq.text.dataset_ops import (
     map_without_autograph,
     ordered_slices,
+    strings_graph,
     tokenize_all,
     warn_truncated,
 )
@@ -190,9 +191,7 @@ class TranslationPreprocessor(Preprocessor):
         self.max_length = max_length
         self.bucket_boundaries = _check_boundaries(bucket_boundaries, max_length)
         # Traced once: eagerly, keras-hub tokenizes on a slower Python path.
-        self._tokenize_sources = tf.function(
-            self.tokenize_source, input_signature=[tf.TensorSpec([None], tf.string)]
-        )
+        self._tokenize_sources = strings_graph(self.tokenize_source)
 
     @property
     def length_limit(self):
