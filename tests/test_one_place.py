@@ -91,18 +91,21 @@ def test_decoding_defaults_are_written_once():
     assert found == []
 
 
-def _tf_function_calls(*folders):
-    """Each `tf.function(...)` call of the code, by file and line."""
+def _tf_function_uses(*folders):
+    """Each use of `tf.function` in the code (a call, or a bare decorator,
+    which takes no options), by file and line: the call node, or None."""
     for path in _python(*folders):
-        for node in ast.walk(ast.parse(path.read_text())):
-            func = getattr(node, "func", None)
+        tree = ast.parse(path.read_text())
+        called = {
+            id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)
+        }
+        for node in ast.walk(tree):
             if (
-                isinstance(node, ast.Call)
-                and isinstance(func, ast.Attribute)
-                and func.attr == "function"
-                and getattr(func.value, "id", None) == "tf"
+                isinstance(node, ast.Attribute)
+                and node.attr == "function"
+                and getattr(node.value, "id", None) == "tf"
             ):
-                yield f"{path.relative_to(ROOT)}:{node.lineno}", node
+                yield f"{path.relative_to(ROOT)}:{node.lineno}", called.get(id(node))
 
 
 def test_every_traced_function_skips_autograph():
@@ -110,9 +113,10 @@ def test_every_traced_function_skips_autograph():
     (`strings_graph`, `_shape_free_xla_function`): they are written in
     loop ops, and converting the source of each function they call is
     most of a first call's tracing."""
-    calls = dict(_tf_function_calls("keras_seq", "zoo"))
-    assert len(calls) >= 2, calls
-    for place, call in calls.items():
+    uses = dict(_tf_function_uses("keras_seq", "zoo"))
+    assert len(uses) >= 2, uses
+    for place, call in uses.items():
+        assert call is not None, f"{place}: a bare tf.function traces with autograph"
         options = {k.arg: k.value for k in call.keywords}
         assert "autograph" in options, f"{place}: tf.function without autograph=False"
         assert getattr(options["autograph"], "value", None) is False, place

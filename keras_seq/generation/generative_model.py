@@ -950,7 +950,9 @@ class GenerativeModel:
             previous = ops.expand_dims(given[:, index], 1)
             return decode(previous, index, context, cache)[1]
 
-        if isinstance(given_length, int):  # Unrolled: the beams' one loop.
+        # A known length (JAX, PyTorch) is unrolled, which leaves the beams'
+        # loop the only one XLA compiles.
+        if isinstance(given_length, int):
             for index in range(given_length - 1):
                 cache = feed(index, cache)
         else:  # TensorFlow traces for prompts of any length.
