@@ -29,7 +29,10 @@ Shape legend:
     V: vocabulary size
 """
 
+import typing
+
 import keras
+import numpy as np
 from keras import ops
 
 from keras_seq import defaults
@@ -42,9 +45,11 @@ from keras_seq.generation.loop_policy import current as current_policy
 from keras_seq.generation.sampling import (
     first_argmax,
     given_buffer,
+    inference_scope,
     make_sampler,
     run_compiled,
     run_sampler,
+    sampler_steps,
     token_masker,
     tracing_tensorflow_function,
     zero_after_end,
@@ -370,20 +375,20 @@ class GenerativeModel:
                 vocabulary, `temperature` finite and above 0,
                 `length_penalty` finite, `top_p` in (0, 1]).
         """
-        token_ids, no_positions = _at_least_one_position(token_ids)
-        max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
-        start_token_id = self._resolve_start(start_token_id)
-        self._check_special_ids(start_token_id, end_token_id)
-        self._check_options(beam_width, length_penalty, temperature, top_k, top_p)
-        controls = self._decoding_controls(
-            token_ids,
-            max_new_tokens,
-            prefix_ids=prefix_ids,
-            min_new_tokens=min_new_tokens,
-            no_repeat_ngram_size=no_repeat_ngram_size,
-            repetition_penalty=repetition_penalty,
-            suppress_token_ids=suppress_token_ids,
-            suppress_unknown=suppress_unknown,
+        token_ids, no_positions, max_new_tokens, start_token_id, controls = (
+            self._checked_call(
+                token_ids,
+                max_new_tokens,
+                start_token_id,
+                end_token_id,
+                (beam_width, length_penalty, temperature, top_k, top_p),
+                prefix_ids=prefix_ids,
+                min_new_tokens=min_new_tokens,
+                no_repeat_ngram_size=no_repeat_ngram_size,
+                repetition_penalty=repetition_penalty,
+                suppress_token_ids=suppress_token_ids,
+                suppress_unknown=suppress_unknown,
+            )
         )
         check_bool(return_scores, "return_scores")
         if no_positions:  # Nothing to decode from: the answer needs no model.
@@ -440,6 +445,154 @@ class GenerativeModel:
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
         inputs = [] if controls is None else controls.tensors()
         return run_compiled(self, key, make_fn, token_ids, seed, *inputs)
+
+    def _checked_call(
+        self, token_ids, max_new_tokens, start_token_id, end_token_id, options,
+        **controls,
+    ):  # fmt: skip
+        """`generate`'s and `stream`'s checks, before anything is traced:
+        `(token_ids, no_positions, max_new_tokens, start_token_id,
+        controls)`; `options` are `_check_options`'."""
+        token_ids, no_positions = _at_least_one_position(token_ids)
+        max_new_tokens = self.check_generate_input(token_ids, max_new_tokens)
+        start_token_id = self._resolve_start(start_token_id)
+        self._check_special_ids(start_token_id, end_token_id)
+        self._check_options(*options)
+        controls = self._decoding_controls(token_ids, max_new_tokens, **controls)
+        return token_ids, no_positions, max_new_tokens, start_token_id, controls
+
+    def stream(
+        self,
+        token_ids,
+        max_new_tokens=None,
+        strategy="greedy",
+        start_token_id=None,
+        end_token_id=END_ID,
+        temperature=1.0,
+        top_k=None,
+        top_p=None,
+        seed=None,
+        *,
+        prefix_ids=None,
+        min_new_tokens=None,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress_token_ids=None,
+        suppress_unknown=False,
+    ):
+        """`generate`'s greedy or sampled output, one position at a time.
+
+        The same loop as `generate` (its step, its controls, its seeded
+        draw), run from Python so that each position is answered as soon
+        as it is chosen: the items joined are `generate`'s output with the
+        same arguments, up to its trailing zeros. On TensorFlow and JAX
+        the steps run eagerly (no loop is compiled, so the first token
+        comes without a compilation); on PyTorch, as `generate`'s.
+
+        Beam search does not stream: its best hypothesis is known only at
+        its end (`strategy="beam"` is refused).
+
+        Args:
+            As `generate`'s; `strategy` is `"greedy"` or `"sample"`.
+
+        Returns:
+            An iterator of (B,) int32 NumPy arrays, the ids of each new
+            position; a row that has ended answers 0. It stops once every
+            row has written the end token, or after `max_new_tokens`.
+
+        Raises:
+            TypeError, ValueError: as `generate`'s, when `stream` is
+                called, before any decoding.
+        """
+        if strategy not in ("greedy", "sample"):
+            raise ValueError(
+                '`strategy` must be "greedy" or "sample" to stream (a beam '
+                "search knows its best hypothesis only at its end); received "
+                f"{strategy!r}."
+            )
+        token_ids, no_positions, max_new_tokens, start_token_id, controls = (
+            self._checked_call(
+                token_ids,
+                max_new_tokens,
+                start_token_id,
+                end_token_id,
+                (defaults.BEAM_WIDTH, 0.0, temperature, top_k, top_p),
+                prefix_ids=prefix_ids,
+                min_new_tokens=min_new_tokens,
+                no_repeat_ngram_size=no_repeat_ngram_size,
+                repetition_penalty=repetition_penalty,
+                suppress_token_ids=suppress_token_ids,
+                suppress_unknown=suppress_unknown,
+            )
+        )
+        check_seed(seed)
+        sampler = make_sampler(strategy, temperature, top_k, top_p)
+        draw = None
+        if strategy == "sample":
+            draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+        token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
+        seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
+        return self._stream(
+            token_ids,
+            no_positions,
+            sampler,
+            max_new_tokens,
+            start_token_id,
+            end_token_id,
+            draw,
+            seed,
+            controls,
+        )
+
+    def _stream(
+        self,
+        token_ids,
+        no_positions,
+        sampler,
+        max_new_tokens,
+        start_token_id,
+        end_token_id,
+        draw,
+        seed,
+        controls,
+    ):
+        """`stream`'s generator, made after its checks (a generator's body
+        runs only when first read). Each step runs inside `inference_scope`
+        and none of the caller's code does."""
+        never_ends = end_token_id is None or end_token_id < 0
+        end = 0 if never_ends else end_token_id
+        ids = ops.convert_to_numpy(token_ids)
+        # A row without a token answers the end token, as in `generate`.
+        blank = ~np.any(ids != 0, axis=1) | no_positions  # (B,)
+        ended = np.zeros(len(ids), bool)
+        with inference_scope(len(ids)):
+            loop = self._sampling_loop(
+                token_ids,
+                max_new_tokens,
+                start_token_id,
+                end_token_id,
+                draw,
+                seed,
+                controls,
+                return_scores=False,
+            )
+            steps = sampler_steps(
+                sampler, loop.next_logits, loop.buffer, loop.cache, 1, loop.kept
+            )
+        first = int(loop.given_length)
+        while not ended.all():
+            with inference_scope(len(ids)):
+                position, buffer, _ = next(steps, (None, None, None))
+                if position is None:
+                    return
+                if position < first:  # a given id of the prompt, kept
+                    continue
+                column = ops.convert_to_numpy(buffer[:, position]).astype("int32")
+            column = np.where(blank, end if position == first else 0, column)
+            column = np.where(ended, 0, column)
+            if not never_ends:
+                ended |= column == end
+            yield column
 
     def beam_search(
         self,
@@ -849,6 +1002,52 @@ class GenerativeModel:
         (B, P + M) buffer the loop carries with the model's cache, and
         `(ids, scores)` is returned.
         """
+        loop = self._sampling_loop(
+            token_ids,
+            max_new_tokens,
+            start_token_id,
+            end_token_id,
+            draw,
+            seed,
+            controls,
+            return_scores,
+        )
+        found = run_sampler(
+            sampler,
+            loop.next_logits,
+            loop.buffer,
+            loop.cache,
+            1,
+            loop.kept,
+            # Without an end token the loop runs `max_new_tokens` steps and
+            # skips the per-step check of the whole buffer: a loop of static
+            # trip count, which XLA:GPU runs without waiting on the host.
+            None if loop.never_ends else [end_token_id],
+            self,
+            return_cache=return_scores,
+        )
+        buffer = found[0] if return_scores else found
+        new = buffer[:, loop.given_length :]  # (B, M)
+        if not loop.never_ends:
+            new = zero_after_end(new, end_token_id)
+        if not return_scores:
+            return new
+        scores = found[1][1][:, loop.given_length :]  # the scores the cache carried
+        return new, ops.where(ops.equal(new, 0), 0.0, scores)
+
+    def _sampling_loop(
+        self,
+        token_ids,
+        max_new_tokens,
+        start_token_id,
+        end_token_id,
+        draw,
+        seed,
+        controls,
+        return_scores,
+    ):
+        """What the sampler's loop starts from: `_SamplingLoop`, the
+        start of decoding run and `next_logits` made."""
         given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
         )
@@ -900,28 +1099,7 @@ class GenerativeModel:
             scores = ops.slice_update(scores, [0, index], chosen_score)
             return choice, None, (model_cache, scores)
 
-        found = run_sampler(
-            sampler,
-            next_logits,
-            buffer,
-            cache,
-            1,
-            kept,
-            # Without an end token the loop runs `max_new_tokens` steps and
-            # skips the per-step check of the whole buffer: a loop of static
-            # trip count, which XLA:GPU runs without waiting on the host.
-            None if never_ends else [end_token_id],
-            self,
-            return_cache=return_scores,
-        )
-        buffer = found[0] if return_scores else found
-        new = buffer[:, given_length:]  # (B, M)
-        if not never_ends:
-            new = zero_after_end(new, end_token_id)
-        if not return_scores:
-            return new
-        scores = found[1][1][:, given_length:]  # the scores the cache carried
-        return new, ops.where(ops.equal(new, 0), 0.0, scores)
+        return _SamplingLoop(next_logits, buffer, cache, kept, given_length, never_ends)
 
     def _beam_search(
         self,
@@ -1078,3 +1256,17 @@ def _zero_rows_without_tokens(token_ids, values):
     empty = ops.logical_not(ops.any(padding_mask(token_ids), axis=1))
     rows = ops.reshape(empty, (-1,) + (1,) * (len(values.shape) - 1))
     return ops.where(rows, ops.zeros_like(values), values)
+
+
+class _SamplingLoop(typing.NamedTuple):
+    """What `GenerativeModel._sampling_loop` makes: the loop's
+    `next_logits(buffer, cache, index)`, its buffer, cache and kept ids,
+    the number of given ids before the new ones, and whether no end token
+    stops it."""
+
+    next_logits: typing.Callable
+    buffer: typing.Any
+    cache: typing.Any
+    kept: typing.Any
+    given_length: typing.Any
+    never_ends: bool

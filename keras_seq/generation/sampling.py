@@ -162,23 +162,33 @@ def compile_for_backend(fn, variables=(), state_variables=()):
 
 
 def _without_gradients(fn):
-    """`fn` under `torch.no_grad()`, as keras-hub generates on PyTorch.
-
-    Without it autograd records every op of every decoding step, and the
-    key/value caches cannot be written in place (`update_cache`). The
-    embeddings do not read each step's ids on the host (`unread_ids`):
-    `check_generate_input` checked the given ids, and the rest are the
-    model's own choices. A batch of at most `ONE_THREAD_BATCH` rows runs
-    on one thread (`one_thread`).
-    """
-    import torch  # The PyTorch backend only.
+    """`fn` under `inference_scope`, as keras-hub generates on PyTorch."""
 
     def call(*inputs):
-        few_rows = inputs[0].shape[0] <= ONE_THREAD_BATCH
-        with torch.no_grad(), unread_ids(), one_thread(few_rows):
+        with inference_scope(inputs[0].shape[0]):
             return fn(*inputs)
 
     return call
+
+
+@contextlib.contextmanager
+def inference_scope(batch_size):
+    """What a PyTorch decoding runs under; nothing on the other backends.
+
+    Without `torch.no_grad()` autograd records every op of every decoding
+    step, and the key/value caches cannot be written in place
+    (`update_cache`). The embeddings do not read each step's ids on the
+    host (`unread_ids`): `check_generate_input` checked the given ids, and
+    the rest are the model's own choices. A batch of at most
+    `ONE_THREAD_BATCH` rows runs on one thread (`one_thread`).
+    """
+    if keras.backend.backend() != "torch":
+        yield
+        return
+    import torch  # The PyTorch backend only.
+
+    with torch.no_grad(), unread_ids(), one_thread(batch_size <= ONE_THREAD_BATCH):
+        yield
 
 
 @contextlib.contextmanager
@@ -254,24 +264,55 @@ def eager_sampler_loop(sampler, next_logits, buffer, cache, index, kept, stop_id
     and the greedy choice is `torch.argmax` (the first largest logit, as
     `first_argmax`). Returns the buffer and the last cache.
     """
-    import torch  # The PyTorch backend only.
-
-    buffer = buffer.clone()
-    length = buffer.shape[1]
-    for position in range(index, length):
-        logits, _, cache = next_logits(buffer, cache, position)
-        if isinstance(sampler, _greedy_sampler_class()):
-            # The greedy choice, without `keras.ops`' per-call Python.
-            token = torch.argmax(logits, dim=-1)
-        else:
-            token = sampler.get_next_token(sampler.compute_probabilities(logits))
-        token = token.to(buffer.dtype)
-        buffer[:, position] = torch.where(kept[:, position], buffer[:, position], token)
+    steps = sampler_steps(sampler, next_logits, buffer.clone(), cache, index, kept)
+    found = buffer, cache
+    for position, *found in steps:
         if stop_ids is None or (position - index + 1) % EAGER_STEPS_PER_CHECK:
             continue
-        if bool(_all_ended(buffer, kept, stop_ids)):
+        if bool(_all_ended(found[0], kept, stop_ids)):
             break
-    return buffer, cache
+    return tuple(found)
+
+
+def sampler_steps(sampler, next_logits, buffer, cache, index, kept):
+    """keras-hub's sampler loop from Python, one position per item.
+
+    Yields `(position, buffer, cache)` once `position` is written, from
+    `index` to the buffer's end; the caller stops it (at its end tokens).
+    The body of PyTorch's eager loop (`eager_sampler_loop`, which writes
+    into `buffer` in place) and of `GenerativeModel.stream` on every
+    backend: a compiled loop answers only once it has ended.
+    """
+    write = _write_in_place if keras.backend.backend() == "torch" else _write_into
+    greedy = isinstance(sampler, _greedy_sampler_class())
+    for position in range(index, buffer.shape[1]):
+        logits, _, cache = next_logits(buffer, cache, position)
+        buffer = write(sampler, greedy, logits, buffer, position, kept)
+        yield position, buffer, cache
+
+
+def _write_into(sampler, greedy, logits, buffer, position, kept):
+    """The buffer with the sampler's choice at `position`, where not kept."""
+    if greedy:
+        token = first_argmax(logits)
+    else:
+        token = sampler.get_next_token(sampler.compute_probabilities(logits))
+    token = ops.cast(token, buffer.dtype)
+    column = ops.where(kept[:, position], buffer[:, position], token)  # (B,)
+    return ops.slice_update(buffer, [0, position], column[:, None])
+
+
+def _write_in_place(sampler, greedy, logits, buffer, position, kept):
+    """`_write_into` in PyTorch's own operations, into `buffer` itself."""
+    import torch  # The PyTorch backend only.
+
+    if greedy:
+        token = torch.argmax(logits, dim=-1)
+    else:
+        token = sampler.get_next_token(sampler.compute_probabilities(logits))
+    token = token.to(buffer.dtype)
+    buffer[:, position] = torch.where(kept[:, position], buffer[:, position], token)
+    return buffer
 
 
 def _all_ended(buffer, kept, stop_ids):

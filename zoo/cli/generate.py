@@ -1,12 +1,13 @@
 """`keras-seq generate`: continue a prompt with a language-model directory."""
 
-from zoo.cli.errors import named_as_flags
+from zoo.cli.errors import UsageError, named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
 from zoo.cli.loading import load_model_dir
 from zoo.cli.translate import (
     CONTROL_FLAGS,
     add_control_arguments,
     control_values,
+    print_stream,
 )
 from zoo.recipes.families import listed
 from zoo.recipes.settings import GenerateSettings
@@ -61,6 +62,9 @@ def add_parser(commands):
         f"(default: {defaults.seed})",
     )
     add_control_arguments(parser, GENERATE_CONTROLS, "decoding controls")
+    parser.add_argument(
+        "--stream", action="store_true", help="print each text as its words come"
+    )
     parser.add_argument("prompts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
 
@@ -82,6 +86,8 @@ def run(args):
         )
     }
     controls = control_values(args, GENERATE_CONTROLS)
+    if args.stream and controls.get("return_scores"):
+        raise UsageError("--stream writes text as it comes, without --scores.")
     flags = {name: "--" + name.replace("_", "-") for name in options}
     flags.update({name: flag for flag, name in CONTROL_FLAGS.items()})
     trained = load_model_dir(args.model_dir, "generate")
@@ -91,6 +97,9 @@ def run(args):
     # One prompt at a time: each draws from the seed as if it were alone.
     with truncation_note(total=len(prompts)):
         for prompt in prompts:
+            if args.stream:
+                print_stream(trained.stream(prompt, **options, **controls))
+                continue
             output = trained.generate(prompt, **options, **controls)
             if controls.get("return_scores"):
                 output = f"{output.text}\t{output.log_prob:.4f}"

@@ -52,7 +52,8 @@ def add_parser(commands):
     parser.add_argument(
         "--stream",
         action="store_true",
-        help="with --ctranslate2: print each translation as its words come (greedy)",
+        help="with --model-dir or --ctranslate2: print each translation as its "
+        "words come (greedy)",
     )
     parser.add_argument("texts", nargs="*", help="default: the lines of stdin")
     parser.set_defaults(run=run)
@@ -113,6 +114,13 @@ def control_values(args, flags=tuple(CONTROLS)):
     return {name: value for name, value in given.items() if value is not None}
 
 
+def print_stream(pieces):
+    """Prints `pieces` as they come, then the end of the line."""
+    for piece in pieces:
+        print(piece, end="", flush=True)
+    print(flush=True)
+
+
 def run(args):
     """Prints one translation per sentence (the arguments, or stdin's lines).
 
@@ -147,16 +155,18 @@ def run(args):
             "--scores applies to --model-dir; with --ctranslate2, keras-seq "
             "score --ctranslate2 scores the translations."
         )
-    if args.stream and not args.ctranslate2:
+    if args.stream and args.saved_model:
         raise UsageError(
-            "--stream applies to --ctranslate2: a model directory and a "
-            "SavedModel decode each batch in one compiled loop, which answers "
-            "the whole translation at once."
+            "--stream applies to --model-dir and --ctranslate2: a SavedModel's "
+            "signatures decode each batch in one loop, which answers the whole "
+            "translation at once."
         )
     if args.stream and (args.beam_width or 1) != 1:
         raise UsageError(
             f"--stream decodes greedily; received --beam-width {args.beam_width}."
         )
+    if args.stream and controls.get("return_scores"):
+        raise UsageError("--stream writes text as it comes, without --scores.")
     if args.ctranslate2:
         if args.stream:
             options = {"stream": True}
@@ -179,6 +189,12 @@ def run(args):
             checked = {k: v for k, v in controls.items() if k != "target_prefix"}
             trained.check_translate_options(**options, **checked)
         sentences = read_texts(args.texts)
+        if args.stream:
+            options.pop("beam_width", None)
+            with truncation_note(total=len(sentences)):
+                for sentence in sentences:
+                    print_stream(trained.stream(sentence, **options, **controls))
+            return 0
         with truncation_note():
             outputs = trained.translate(sentences, **options, **controls)
         if controls.get("return_scores"):

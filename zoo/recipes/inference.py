@@ -7,7 +7,7 @@ import typing
 
 import numpy as np
 
-from keras_seq.text import END_ID
+from keras_seq.text import END_ID, START_ID
 from keras_seq.validation import check_target_prefix
 from zoo.recipes.inputs import check_text_list
 from zoo.recipes.settings import GenerateSettings
@@ -272,8 +272,6 @@ def generate_text(
     Returns:
         str (or `Scored`), the prompt and its continuation.
     """
-    from keras_seq import text
-
     ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
     room = preprocessor.max_length - len(ids)
     new = model.generate(
@@ -291,17 +289,121 @@ def generate_text(
     if return_scores:
         new, scores = (np.asarray(part)[0] for part in new)
     new_ids = np.asarray(new).reshape(-1).tolist()
-    stream = ids + new_ids
-    lines, line = [], []
-    for token in stream + [text.END_ID]:
-        if token == text.END_ID:
-            lines.append(line)
-            line = []
-        elif token != text.START_ID:
-            line.append(token)
-    decoded = preprocessor.detokenize([row or [0] for row in lines])
-    text = " / ".join(line for line in decoded if line)
+    text = _joined_lines(preprocessor, ids + new_ids)
     if not return_scores:
         return text
     vocabulary = preprocessor.tokenizer.get_vocabulary()
     return Scored(text, [vocabulary[i] for i in new_ids], [float(v) for v in scores])
+
+
+def _joined_lines(preprocessor, ids):
+    """A language model's ids as text: the lines its `[END]` tokens end,
+    detokenized and joined by " / "."""
+    lines, line = [], []
+    for token in list(ids) + [END_ID]:
+        if token == END_ID:
+            lines.append(line)
+            line = []
+        elif token != START_ID:
+            line.append(token)
+    decoded = preprocessor.detokenize([row or [0] for row in lines])
+    return " / ".join(line for line in decoded if line)
+
+
+def stream_translation(
+    model, preprocessor, text, max_new_tokens=None, target_prefix=None, **controls
+):
+    """The greedy translation of one str in pieces as the model writes it
+    (`model.stream`); the pieces joined are `translate_texts([text],
+    max_new_tokens=..., target_prefix=[...], **controls)[0]`.
+
+    The source is cut and padded as `translate_texts` does it (a
+    `TruncationWarning` says so), now rather than when the first piece is
+    read, and a blank source streams nothing.
+
+    Args:
+        model: a translator with `stream`.
+        preprocessor: its `keras_seq.text.TranslationPreprocessor`.
+        text: str.
+        max_new_tokens: int or None, default `preprocessor.length_limit - 1`.
+        target_prefix: None or a str, forced first (and streamed).
+        **controls: `model.stream`'s decoding controls.
+
+    Returns:
+        An iterator of str (`text_pieces`).
+    """
+    ((_, batch, blank),) = preprocessor.decode_batches([text], 1)
+    if blank[0]:
+        return iter(())
+    if target_prefix:
+        controls["prefix_ids"] = _prefix_rows(preprocessor, [target_prefix], [0])
+    max_new_tokens = max_new_tokens or preprocessor.length_limit - 1
+    steps = model.stream(batch, max_new_tokens, **controls)
+
+    def detokenize(ids):
+        return preprocessor.detokenize(np.asarray([ids], "int32"))[0]
+
+    return text_pieces(_texts_so_far(steps, detokenize, END_ID))
+
+
+def stream_text(
+    model, preprocessor, prompt, max_new_tokens, top_k, top_p, seed, **controls
+):
+    """`generate_text`'s prompt and continuation in pieces as the model
+    samples it (`model.stream`); the pieces joined are `generate_text`'s
+    text for the same arguments."""
+    ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
+    room = preprocessor.max_length - len(ids)
+    steps = model.stream(
+        np.asarray([ids], "int32"),
+        max_new_tokens=max_new_tokens or room,
+        strategy="sample",
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        end_token_id=None,
+        **controls,
+    )
+
+    def continued(new):
+        return _joined_lines(preprocessor, ids + new)
+
+    return text_pieces(_texts_so_far(steps, continued, None, start=ids))
+
+
+def _texts_so_far(steps, decode, end_token_id, start=()):
+    """The text after each new id of `steps` (of one row), by `decode` of
+    the ids so far; it ends before `end_token_id`."""
+    ids = []
+    if start:
+        yield decode(ids)
+    for column in steps:
+        token = int(column[0])
+        if token == end_token_id:
+            return
+        ids.append(token)
+        yield decode(ids)
+
+
+def text_pieces(texts):
+    """The pieces of a text that grows a token at a time, each as soon as
+    it is final.
+
+    A piece ends where a word does: the last word is held back until the
+    next one starts, because detokenizing may glue a suffix piece (`##s`)
+    or punctuation onto it. The pieces joined are the last text.
+
+    Args:
+        texts: an iterable of str, the whole text after each token.
+
+    Returns:
+        An iterator of str.
+    """
+    emitted, text = "", ""
+    for text in texts:
+        cut = text.rfind(" ")
+        if cut > len(emitted) and text.startswith(emitted):
+            yield text[len(emitted) : cut]
+            emitted = text[:cut]
+    if text.startswith(emitted) and len(text) > len(emitted):
+        yield text[len(emitted) :]

@@ -461,6 +461,97 @@ class TrainedModel:
             **options,
         )
 
+    def stream(self, text, max_new_tokens=None, **options):
+        """Yields the output for one text in pieces as the model writes it:
+        a translator's greedy translation, a language model's prompt and
+        continuation. The pieces joined are `translate(text, beam_width=1,
+        max_new_tokens, **options)` (a translator) or `generate(text,
+        max_new_tokens, **options)` (a language model).
+
+        A piece ends at a word boundary (`inference.text_pieces`). The
+        model decodes step by step (`GenerativeModel.stream`): no loop is
+        compiled, so the first piece comes without a compilation, and the
+        later ones more slowly than `translate` writes them on TensorFlow
+        and JAX (see benchmarks/README.md).
+
+        Args:
+            text: str.
+            max_new_tokens: as `translate`'s or `generate`'s.
+            **options: `translate`'s decoding controls (`target_prefix` a
+                str), or `generate`'s `top_k`, `top_p`, `seed` and
+                controls; neither beams nor scores.
+
+        Returns:
+            An iterator of str.
+
+        Raises:
+            TypeError, ValueError: for an argument out of its bounds, when
+                `stream` is called, before any decoding.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a str; received {type(text).__name__}.")
+        for refused in ("beam_width", "length_penalty", "return_scores"):
+            if refused in options:
+                raise TypeError(
+                    f"`stream` decodes greedily or samples and writes no "
+                    f"scores: it takes no `{refused}`."
+                )
+        if not self.recipe.supports("translate"):
+            if not self.recipe.supports("generate"):
+                from zoo.recipes.families import listed
+
+                where = f"{self.path} holds" if self.path else "this model is"
+                raise ValueError(
+                    f"{where} a {self.family}; stream needs a "
+                    f"{listed('translate', 'or')}, or a {listed('generate', 'or')}."
+                )
+            return self._stream_continuation(text, max_new_tokens, **options)
+        target_prefix = options.pop("target_prefix", None)
+        if target_prefix is not None and not isinstance(target_prefix, str):
+            raise TypeError(
+                "`target_prefix` must be a str for one text; received "
+                f"{type(target_prefix).__name__}."
+            )
+        suppress = options.pop("suppress", None)
+        self.check_translate_options(1, max_new_tokens, suppress=suppress, **options)
+        options = {name: value for name, value in options.items() if value}
+        suppressed = self._suppressed_ids(suppress)
+        if suppressed:
+            options["suppress_token_ids"] = suppressed
+        return inference.stream_translation(
+            self.model, self.preprocessor, text, max_new_tokens, target_prefix,
+            **options,
+        )  # fmt: skip
+
+    def _stream_continuation(
+        self,
+        prompt,
+        max_new_tokens=None,
+        top_k=inference.SAMPLE_TOP_K,
+        top_p=None,
+        seed=0,
+        *,
+        no_repeat_ngram_size=None,
+        repetition_penalty=None,
+        suppress=None,
+    ):
+        """`stream` of a language model: `generate`'s arguments."""
+        controls = {
+            "no_repeat_ngram_size": no_repeat_ngram_size,
+            "repetition_penalty": repetition_penalty,
+        }
+        self.check_generate_options(
+            max_new_tokens, top_k, top_p, seed, suppress=suppress, **controls
+        )
+        options = {name: value for name, value in controls.items() if value}
+        suppressed = self._suppressed_ids(suppress)
+        if suppressed:
+            options["suppress_token_ids"] = suppressed
+        return inference.stream_text(
+            self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
+            seed, **options,
+        )  # fmt: skip
+
     def score(self, sources, targets, batch_size=64):
         """The log-probability the model gives each token of given
         translations, after their sources (teacher-forced, batched): what

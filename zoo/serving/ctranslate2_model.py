@@ -447,9 +447,8 @@ class CTranslate2Model:
         CTranslate2 writes its tokens (`generate_tokens`); the pieces joined
         are `translate(sentence, beam_width=1, ...)`.
 
-        A piece ends at a word boundary: a word is held back until the next
-        one starts, because detokenizing glues a suffix piece (`##s`) or
-        punctuation to the word before it.
+        A piece ends at a word boundary (`zoo.recipes.inference.
+        text_pieces`), as `TrainedModel.stream`'s.
 
         Args:
             sentence: str.
@@ -486,23 +485,21 @@ class CTranslate2Model:
         return self._pieces(row, decoding)
 
     def _pieces(self, row, decoding):
-        """`stream`'s generator, made after its checks (a generator's body
-        runs only when first read)."""
-        ids, emitted = [], ""
-        for step in self.translator.generate_tokens(
-            self.source_tokenizer.id_to_token(row), **decoding
-        ):
-            if step.token == self._end_token:
-                break
-            ids.append(step.token_id)
-            text = self.target_tokenizer.detokenize([ids])[0]
-            cut = text.rfind(" ")
-            if cut > len(emitted) and text.startswith(emitted):
-                yield text[len(emitted) : cut]
-                emitted = text[:cut]
-        text = self.target_tokenizer.detokenize([ids])[0] if ids else ""
-        if text.startswith(emitted) and len(text) > len(emitted):
-            yield text[len(emitted) :]
+        """`stream`'s pieces (`inference.text_pieces`) of the text after
+        each of CTranslate2's tokens."""
+        from zoo.recipes.inference import text_pieces
+
+        def texts():
+            ids = []
+            for step in self.translator.generate_tokens(
+                self.source_tokenizer.id_to_token(row), **decoding
+            ):
+                if step.token == self._end_token:
+                    return
+                ids.append(step.token_id)
+                yield self.target_tokenizer.detokenize([ids])[0]
+
+        return text_pieces(texts())
 
     def score(self, sources, targets, batch_size=32):
         """The log-probability of each target token after its source, as

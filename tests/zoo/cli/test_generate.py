@@ -175,3 +175,14 @@ def test_the_control_flags_are_one_table():
     for flag, (name, options) in CONTROLS.items():
         assert translate[flag] == (name, options.get("type"), options["help"])
         assert generate.get(flag, translate[flag]) == translate[flag]
+
+
+def test_generate_streams_each_continuation(language_model_run):
+    out = language_model_run[0]
+    flags = ("--max-new-tokens", "10", "--seed", "4", "--no-repeat-ngram-size", "2")
+    streamed = _generate(out, *flags, "--stream", "you he", "she", in_process=True)
+    assert streamed[0] == 0, streamed[2][-2000:]
+    assert streamed[1] == _generate(out, *flags, "you he", "she", in_process=True)[1]
+    assert len(streamed[1]) == 2 and streamed[1][0].startswith("you he")
+    refused = _generate(out, "--stream", "--scores", "you", in_process=True)
+    assert refused[0] != 0 and "--stream writes text as it comes" in refused[2]

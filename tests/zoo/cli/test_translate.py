@@ -129,3 +129,28 @@ def test_the_length_penalty_reaches_the_model_dir_and_ctranslate2(
     )
     with pytest.raises(ValueError, match="`length_penalty` must be a finite number"):
         trained.translate("hallo.", length_penalty=float("inf"))
+
+
+def test_a_model_dir_streams_each_greedy_translation(translator_run):
+    """`--stream` prints what `--beam-width 1` prints, each line as its
+    words come (`TrainedModel.stream`), and refuses beams, scores and a
+    SavedModel by the flags' names."""
+    out = translator_run[0]
+    sentences = ("Ich sehe du.", "Er mag sie.", "", "wir kennen ich.")
+    streamed = run_cli(
+        "translate", "--model-dir", out, "--stream", "--target-prefix", "I",
+        *sentences, in_process=True,
+    )  # fmt: skip
+    assert streamed.returncode == 0, streamed.stderr[-2000:]
+    whole = run_cli(
+        "translate", "--model-dir", out, "--beam-width", "1", "--target-prefix",
+        "I", *sentences, in_process=True,
+    )  # fmt: skip
+    assert streamed.stdout == whole.stdout and whole.stdout.count("\n") == 4
+    for flags, message in (
+        (["--model-dir", out, "--beam-width", "2"], "--stream decodes greedily"),
+        (["--model-dir", out, "--scores"], "--stream writes text as it comes"),
+        (["--saved-model", out], "--stream applies to --model-dir and --ctran"),
+    ):
+        refused = run_cli("translate", *flags, "--stream", "w1", in_process=True)
+        assert refused.returncode != 0 and message in refused.stderr, refused.stderr

@@ -142,3 +142,58 @@ def test_score_refuses_what_it_cannot_score(trained):
         trained.score("w1", ["w1"])
     with pytest.raises(ValueError, match=r"^`batch_size` must be"):
         trained.score(SOURCES, SOURCES, batch_size=0)
+
+
+def test_the_streamed_pieces_join_to_the_greedy_translation(trained):
+    for source in SOURCES:
+        for options in ({}, {"target_prefix": "w24 w23", "no_repeat_ngram_size": 2}):
+            pieces = list(trained.stream(source, max_new_tokens=8, **options))
+            expected = trained.translate(
+                [source], beam_width=1, max_new_tokens=8, **options
+            )[0]
+            assert "".join(pieces) == expected
+            assert len(pieces) == len(expected.split()), pieces  # Word by word.
+    assert list(trained.stream(" ")) == []  # A blank sentence streams nothing.
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"beam_width": 4}, TypeError, r"^`stream` decodes greedily or samples"),
+        ({"return_scores": True}, TypeError, r"^`stream` decodes greedily or"),
+        ({"repetition_penalty": 0.0}, ValueError, r"^`repetition_penalty` must be"),
+        ({"suppress": ["nowhere"]}, ValueError, r"^`suppress` names 'nowhere'"),
+        ({"target_prefix": ["w1"]}, TypeError, r"^`target_prefix` must be a str for"),
+        ({"max_new_tokens": 99}, ValueError, r"^`max_new_tokens` must be"),
+    ],
+)
+def test_stream_refuses_what_it_cannot_do_when_called(trained, options, error, message):
+    with pytest.raises(error, match=message):
+        trained.stream(SOURCES[0], **options)
+    with pytest.raises(TypeError, match=r"^`text` must be a str"):
+        trained.stream(SOURCES)
+
+
+def test_a_language_model_streams_its_prompt_and_continuation():
+    import zoo
+    from keras_seq import text
+    from zoo.recipes.trained import TrainedModel
+
+    vocabulary = list(text.RESERVED_TOKENS) + WORDS
+    preprocessor = text.LanguageModelPreprocessor(
+        text.make_tokenizer(vocabulary), max_length=16
+    )
+    keras.utils.set_random_seed(4)
+    model = zoo.build_language_model(
+        "tiny", vocabulary_size=len(vocabulary), max_length=16
+    )
+    language_model = TrainedModel.of("language-model", model, preprocessor)
+    options = {"max_new_tokens": 8, "seed": 7, "no_repeat_ngram_size": 2}
+    pieces = list(language_model.stream("w1 w2", **options))
+    assert "".join(pieces) == language_model.generate("w1 w2", **options)
+    assert pieces[0].startswith("w1") and len(pieces) > 2
+    with pytest.raises(ValueError, match=r"^`top_p` must be in"):
+        language_model.stream("w1", top_p=2.0)
+    classifier = TrainedModel.of("classifier", None, preprocessor)
+    with pytest.raises(ValueError, match=r"classifier; stream needs a translator"):
+        classifier.stream("w1")

@@ -1,5 +1,6 @@
 """Translations as their words come: `CTranslate2Model.stream`, `keras-seq
-translate --ctranslate2 --stream` and the server's `:stream` (Server-Sent
+translate --ctranslate2 --stream` (`--model-dir --stream`:
+tests/zoo/cli/test_translate.py) and the server's `:stream` (Server-Sent
 Events); the pieces joined are the greedy translation, and a client that
 hangs up mid-stream frees the server."""
 
@@ -85,7 +86,7 @@ def test_translate_streams_each_line(ct2):
     )  # fmt: skip
     assert streamed.stdout == whole.stdout and whole.stdout.count("\n") == 4
     for flags, message in (
-        (["--model-dir", ct2, "--stream"], "--stream applies to --ctranslate2"),
+        (["--saved-model", ct2, "--stream"], "--stream applies to --model-dir an"),
         (
             ["--ctranslate2", ct2, "--stream", "--beam-width", "4"],
             "--stream decodes greedily; received --beam-width 4.",
