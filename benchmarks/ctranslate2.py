@@ -128,7 +128,7 @@ def _calls(implementation, directory, new_tokens, words, threads):
     from keras_seq import text
 
     model = keras.saving.load_model(os.path.join(directory, "model.keras"))
-    preprocessor = text.TranslationPreprocessor.load(directory, model.max_length)
+    preprocessor = text.TranslationPreprocessor.load(directory)
 
     def translate(sentences, beams):
         ids = preprocessor.generate_preprocess(sentences)

@@ -67,7 +67,7 @@ def _engine(name, directory, new_tokens):
     from zoo.recipes.trained import TrainedModel
 
     model = keras.saving.load_model(os.path.join(directory, "model.keras"))
-    preprocessor = text.TranslationPreprocessor.load(directory, model.max_length)
+    preprocessor = text.TranslationPreprocessor.load(directory)
     trained = TrainedModel.of("translator", model, preprocessor)
     return (
         lambda s: trained.translate(s, beam_width=1, max_new_tokens=new_tokens),

@@ -49,6 +49,7 @@ from keras_seq.generation.sampling import (
     make_sampler,
     run_compiled,
     run_sampler,
+    sampler_step,
     sampler_steps,
     token_masker,
     tracing_tensorflow_function,
@@ -486,8 +487,9 @@ class GenerativeModel:
         draw), run from Python so that each position is answered as soon
         as it is chosen: the items joined are `generate`'s output with the
         same arguments, up to its trailing zeros. On TensorFlow and JAX
-        the steps run eagerly (no loop is compiled, so the first token
-        comes without a compilation); on PyTorch, as `generate`'s.
+        each position is one call of a compiled step (a TensorFlow graph,
+        a `jax.jit` function), made once per setting and shape as
+        `generate`'s loops are; on PyTorch the steps are `generate`'s own.
 
         Beam search does not stream: its best hypothesis is known only at
         its end (`strategy="beam"` is refused).
@@ -532,7 +534,11 @@ class GenerativeModel:
             draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
+        key = ("stream", strategy, start_token_id, end_token_id, temperature)
+        key += (top_k, top_p, self._unsamplable(end_token_id))
+        key += (None if controls is None else controls.key,)
         return self._stream(
+            key,
             token_ids,
             no_positions,
             sampler,
@@ -546,6 +552,7 @@ class GenerativeModel:
 
     def _stream(
         self,
+        key,
         token_ids,
         no_positions,
         sampler,
@@ -576,9 +583,14 @@ class GenerativeModel:
                 controls,
                 return_scores=False,
             )
-            steps = sampler_steps(
-                sampler, loop.next_logits, loop.buffer, loop.cache, 1, loop.kept
-            )
+            if current_policy().compiled:
+                steps = self._compiled_steps(
+                    key, loop, sampler, token_ids, end_token_id, draw, seed, controls
+                )
+            else:
+                steps = sampler_steps(
+                    sampler, loop.next_logits, loop.buffer, loop.cache, 1, loop.kept
+                )
         first = int(loop.given_length)
         while not ended.all():
             with inference_scope(len(ids)):
@@ -593,6 +605,49 @@ class GenerativeModel:
             if not never_ends:
                 ended |= column == end
             yield column
+
+    def _compiled_steps(
+        self, key, loop, sampler, token_ids, end_token_id, draw, seed, controls
+    ):
+        """`sampler_steps`' items, each position from one compiled step.
+
+        The step is compiled once per setting (`key`) and shape, over the
+        context and the cache as its inputs, and each call runs one
+        executable where an eager step runs every operation on its own.
+        The start of decoding (`loop`) ran eagerly: once per stream.
+        """
+        context = keras.tree.flatten(loop.context)
+        cache = keras.tree.flatten(loop.cache)
+        tensors = [] if controls is None else controls.tensors()
+        sizes = (len(context), len(cache))
+
+        def make_fn():
+            def advance(token_ids, seed, given_length, buffer, kept, index, *rest):
+                context = keras.tree.pack_sequence_as(loop.context, rest[: sizes[0]])
+                cache = rest[sizes[0] : sum(sizes)]
+                cache = keras.tree.pack_sequence_as(loop.cache, cache)
+                next_logits = self._next_logits(
+                    token_ids, context, given_length, end_token_id, draw, seed,
+                    controls and controls.with_tensors(rest[sum(sizes) :]), False,
+                )  # fmt: skip
+                buffer, cache = sampler_step(
+                    sampler, next_logits, buffer, cache, index, kept
+                )
+                return [buffer] + keras.tree.flatten(cache)
+
+            return advance
+
+        given_length = ops.convert_to_tensor(loop.given_length, "int32")
+        buffer = loop.buffer
+        for position in range(1, buffer.shape[1]):
+            index = ops.convert_to_tensor(position, "int32")
+            inputs = (token_ids, seed, given_length, buffer, loop.kept, index)
+            found = run_compiled(
+                self, key, make_fn, *inputs, *context, *cache, *tensors,
+                one_step=True,
+            )  # fmt: skip
+            buffer, cache = found[0], found[1:]
+            yield position, buffer, None
 
     def beam_search(
         self,
@@ -1051,18 +1106,41 @@ class GenerativeModel:
         given, context, cache = self._loop_start()(
             token_ids, max_new_tokens, start_token_id
         )
-        batch_size, given_length = ops.shape(given)
+        given_length = ops.shape(given)[1]
         buffer, kept = given_buffer(given, max_new_tokens)
+        if return_scores:
+            scores = ops.zeros(ops.shape(buffer), "float32")
+            cache = (cache, scores)
+        next_logits = self._next_logits(
+            token_ids, context, given_length, end_token_id, draw, seed, controls,
+            return_scores,
+        )  # fmt: skip
         # A negative id is no token's, so it ends nothing, as None.
         never_ends = end_token_id is None or end_token_id < 0
+        return _SamplingLoop(
+            next_logits, buffer, cache, kept, given_length, never_ends, context
+        )
+
+    def _next_logits(
+        self,
+        token_ids,
+        context,
+        given_length,
+        end_token_id,
+        draw,
+        seed,
+        controls,
+        return_scores,
+    ):
+        """The sampler's `next_logits(buffer, cache, index) -> (logits,
+        None, cache)` over `context`: the model's step, its masks, the
+        controls and the seeded draw."""
+        batch_size = ops.shape(token_ids)[0]
         keys = None if draw is None else draws.row_keys(token_ids, seed)  # (B,)
         step = self._loop_step()
         allowed = self._allowed_ids(end_token_id)
         mask = token_masker(allowed)
         plain = controls is None and not return_scores
-        if return_scores:
-            scores = ops.zeros((batch_size, given_length + max_new_tokens), "float32")
-            cache = (cache, scores)
 
         def next_logits(buffer, cache, index):
             if current_policy().compiled:
@@ -1099,7 +1177,7 @@ class GenerativeModel:
             scores = ops.slice_update(scores, [0, index], chosen_score)
             return choice, None, (model_cache, scores)
 
-        return _SamplingLoop(next_logits, buffer, cache, kept, given_length, never_ends)
+        return next_logits
 
     def _beam_search(
         self,
@@ -1261,8 +1339,8 @@ def _zero_rows_without_tokens(token_ids, values):
 class _SamplingLoop(typing.NamedTuple):
     """What `GenerativeModel._sampling_loop` makes: the loop's
     `next_logits(buffer, cache, index)`, its buffer, cache and kept ids,
-    the number of given ids before the new ones, and whether no end token
-    stops it."""
+    the number of given ids before the new ones, whether no end token
+    stops it, and the context `next_logits` reads."""
 
     next_logits: typing.Callable
     buffer: typing.Any
@@ -1270,3 +1348,4 @@ class _SamplingLoop(typing.NamedTuple):
     kept: typing.Any
     given_length: typing.Any
     never_ends: bool
+    context: typing.Any

@@ -134,11 +134,14 @@ def _greedy_sampler_class():
     return GreedySampler
 
 
-def compile_for_backend(fn, variables=(), state_variables=()):
+def compile_for_backend(fn, variables=(), state_variables=(), one_step=False):
     """Compile a pure-inference function once: XLA on TF, jit on JAX.
 
     Inputs of a new shape trigger one new compilation, so callers bucket
-    their lengths.
+    their lengths. `one_step=True` (a stream's step over the context and
+    cache) traces TensorFlow's function for the inputs' own shapes and
+    runs it as a graph without XLA: XLA's compilation of a step took
+    seconds before a stream's first token, and saved little per step.
 
     On JAX, `jax.jit` would bake the values of the variables `fn` reads
     into the compiled program as constants, so a model trained or
@@ -152,6 +155,10 @@ def compile_for_backend(fn, variables=(), state_variables=()):
     graph runs and needs none of this.
     """
     backend = keras.backend.backend()
+    if backend == "tensorflow" and one_step:
+        import tensorflow as tf  # The TensorFlow backend only.
+
+        return tf.function(fn, autograph=False)
     if backend == "tensorflow":
         return _shape_free_xla_function(fn)
     if backend == "jax":
@@ -283,12 +290,20 @@ def sampler_steps(sampler, next_logits, buffer, cache, index, kept):
     into `buffer` in place) and of `GenerativeModel.stream` on every
     backend: a compiled loop answers only once it has ended.
     """
+    for position in range(index, buffer.shape[1]):
+        step = sampler_step(sampler, next_logits, buffer, cache, position, kept)
+        buffer, cache = step
+        yield position, buffer, cache
+
+
+def sampler_step(sampler, next_logits, buffer, cache, index, kept):
+    """One step of keras-hub's sampler loop: `(buffer, cache)` with the
+    sampler's choice written at `index` (a Python int, or a scalar tensor
+    inside a compiled step), where the buffer's id is not kept."""
     write = _write_in_place if keras.backend.backend() == "torch" else _write_into
     greedy = isinstance(sampler, _greedy_sampler_class())
-    for position in range(index, buffer.shape[1]):
-        logits, _, cache = next_logits(buffer, cache, position)
-        buffer = write(sampler, greedy, logits, buffer, position, kept)
-        yield position, buffer, cache
+    logits, _, cache = next_logits(buffer, cache, index)
+    return write(sampler, greedy, logits, buffer, index, kept), cache
 
 
 def _write_into(sampler, greedy, logits, buffer, position, kept):
@@ -377,7 +392,7 @@ def _stateless_jit(fn, variables, state_variables):
     return call
 
 
-def run_compiled(model, key, make_fn, *inputs):
+def run_compiled(model, key, make_fn, *inputs, one_step=False):
     """Call `make_fn()`'s compiled function for `key`, compiling it once.
 
     `make_fn` returns the function of `inputs`, or `(function,
@@ -385,6 +400,8 @@ def run_compiled(model, key, make_fn, *inputs):
     sampler's seed state). The compiled functions live on the model, one
     per decoding setting, so repeated calls with the same setting and
     shapes reuse one graph.
+
+    `one_step`: of `compile_for_backend`.
 
     Called while TensorFlow traces a function of its own (a SavedModel
     signature), the function is traced into that graph instead of being
@@ -400,7 +417,9 @@ def run_compiled(model, key, make_fn, *inputs):
     if key not in functions:
         made = make_fn()
         fn, state_variables = made if isinstance(made, tuple) else (made, ())
-        functions[key] = compile_for_backend(fn, model.variables, state_variables)
+        functions[key] = compile_for_backend(
+            fn, model.variables, state_variables, one_step=one_step
+        )
     return functions[key](*inputs)
 
 

@@ -469,10 +469,9 @@ class TrainedModel:
         max_new_tokens, **options)` (a language model).
 
         A piece ends at a word boundary (`inference.text_pieces`). The
-        model decodes step by step (`GenerativeModel.stream`): no loop is
-        compiled, so the first piece comes without a compilation, and the
-        later ones more slowly than `translate` writes them on TensorFlow
-        and JAX (see benchmarks/README.md).
+        model decodes step by step (`GenerativeModel.stream`), one
+        sentence alone (`translate` decodes a batch of 64 rows, filler
+        rows included); benchmarks/README.md ("Streaming") times both.
 
         Args:
             text: str.
