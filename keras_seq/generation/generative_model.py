@@ -409,15 +409,11 @@ class GenerativeModel:
             if return_scores:
                 return found[0][:, 0], found[2][:, 0]
             return found[0][:, 0]
-        check_seed(seed)
-        sampler = make_sampler(strategy, temperature, top_k, top_p)
+        sampler, draw = _sampler_and_draw(strategy, temperature, top_k, top_p, seed)
         key = (strategy, max_new_tokens, start_token_id, end_token_id)
         key += (temperature, top_k, top_p, self._unsamplable(end_token_id))
         if controls is not None or return_scores:
             key += (None if controls is None else controls.key, return_scores)
-        draw = None
-        if strategy == "sample":
-            draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
 
         def make_fn():
             def sample(token_ids, seed, *control_tensors):
@@ -527,11 +523,7 @@ class GenerativeModel:
                 suppress_unknown=suppress_unknown,
             )
         )
-        check_seed(seed)
-        sampler = make_sampler(strategy, temperature, top_k, top_p)
-        draw = None
-        if strategy == "sample":
-            draw = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+        sampler, draw = _sampler_and_draw(strategy, temperature, top_k, top_p, seed)
         token_ids = ops.convert_to_tensor(token_ids, dtype="int32")
         seed = ops.convert_to_tensor(fresh_seed() if seed is None else seed, "int32")
         key = ("stream", strategy, start_token_id, end_token_id, temperature)
@@ -1264,6 +1256,16 @@ class GenerativeModel:
             log_probs_fn=log_probs,
             return_token_scores=return_scores,
         )
+
+
+def _sampler_and_draw(strategy, temperature, top_k, top_p, seed):
+    """`generate`'s and `stream`'s sampler, and the options of its seeded
+    draw (None: greedy), the seed checked."""
+    check_seed(seed)
+    sampler = make_sampler(strategy, temperature, top_k, top_p)
+    if strategy != "sample":
+        return sampler, None
+    return sampler, {"temperature": temperature, "top_k": top_k, "top_p": top_p}
 
 
 def _prefix_rows(prefix_ids, token_ids, max_new_tokens, size):

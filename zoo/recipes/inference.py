@@ -272,16 +272,9 @@ def generate_text(
     Returns:
         str (or `Scored`), the prompt and its continuation.
     """
-    ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
-    room = preprocessor.max_length - len(ids)
+    ids, sampling = _sampling(preprocessor, prompt, max_new_tokens, top_k, top_p, seed)
     new = model.generate(
-        np.asarray([ids], "int32"),
-        max_new_tokens=max_new_tokens or room,
-        strategy="sample",
-        top_k=top_k,
-        top_p=top_p,
-        seed=seed,
-        end_token_id=None,
+        **sampling,
         return_scores=return_scores,
         **controls,
     )
@@ -294,6 +287,23 @@ def generate_text(
         return text
     vocabulary = preprocessor.tokenizer.get_vocabulary()
     return Scored(text, [vocabulary[i] for i in new_ids], [float(v) for v in scores])
+
+
+def _sampling(preprocessor, prompt, max_new_tokens, top_k, top_p, seed):
+    """The prompt's ids (`preprocessor.prompt_ids`: its last tokens, as the
+    exported graph keeps them) and the model's sampling arguments: past
+    the end token, into all the room the prompt leaves by default."""
+    ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
+    room = preprocessor.max_length - len(ids)
+    return ids, {
+        "token_ids": np.asarray([ids], "int32"),
+        "max_new_tokens": max_new_tokens or room,
+        "strategy": "sample",
+        "top_k": top_k,
+        "top_p": top_p,
+        "seed": seed,
+        "end_token_id": None,
+    }
 
 
 def _joined_lines(preprocessor, ids):
@@ -352,18 +362,8 @@ def stream_text(
     """`generate_text`'s prompt and continuation in pieces as the model
     samples it (`model.stream`); the pieces joined are `generate_text`'s
     text for the same arguments."""
-    ids = preprocessor.prompt_ids([prompt], max_new_tokens)[0].tolist()
-    room = preprocessor.max_length - len(ids)
-    steps = model.stream(
-        np.asarray([ids], "int32"),
-        max_new_tokens=max_new_tokens or room,
-        strategy="sample",
-        top_k=top_k,
-        top_p=top_p,
-        seed=seed,
-        end_token_id=None,
-        **controls,
-    )
+    ids, sampling = _sampling(preprocessor, prompt, max_new_tokens, top_k, top_p, seed)
+    steps = model.stream(**sampling, **controls)
 
     def continued(new):
         return _joined_lines(preprocessor, ids + new)

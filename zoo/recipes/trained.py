@@ -353,6 +353,15 @@ class TrainedModel:
         self._suppressed_ids(suppress)
         check_bool(return_scores, "return_scores")
 
+    def _model_controls(self, controls, suppress):
+        """The model's `generate` arguments of checked controls: those set,
+        and the ids of the tokens `suppress` names."""
+        options = {name: value for name, value in controls.items() if value}
+        suppressed = self._suppressed_ids(suppress)
+        if suppressed:
+            options["suppress_token_ids"] = suppressed
+        return options
+
     def _suppressed_ids(self, suppress):
         """The output ids of the tokens `suppress` names (None: none)."""
         tokenizer = getattr(self.preprocessor, "target_tokenizer", None)
@@ -443,10 +452,7 @@ class TrainedModel:
             )[0]
         texts = check_text_list(texts, "texts")
         target_prefix = check_target_prefix(target_prefix, len(texts))
-        options = {name: value for name, value in controls.items() if value}
-        suppressed = self._suppressed_ids(suppress)
-        if suppressed:
-            options["suppress_token_ids"] = suppressed
+        options = self._model_controls(controls, suppress)
         if beam_width > 1:
             options.update(
                 strategy="beam", beam_width=beam_width, length_penalty=length_penalty
@@ -513,10 +519,7 @@ class TrainedModel:
             )
         suppress = options.pop("suppress", None)
         self.check_translate_options(1, max_new_tokens, suppress=suppress, **options)
-        options = {name: value for name, value in options.items() if value}
-        suppressed = self._suppressed_ids(suppress)
-        if suppressed:
-            options["suppress_token_ids"] = suppressed
+        options = self._model_controls(options, suppress)
         return inference.stream_translation(
             self.model, self.preprocessor, text, max_new_tokens, target_prefix,
             **options,
@@ -542,10 +545,7 @@ class TrainedModel:
         self.check_generate_options(
             max_new_tokens, top_k, top_p, seed, suppress=suppress, **controls
         )
-        options = {name: value for name, value in controls.items() if value}
-        suppressed = self._suppressed_ids(suppress)
-        if suppressed:
-            options["suppress_token_ids"] = suppressed
+        options = self._model_controls(controls, suppress)
         return inference.stream_text(
             self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
             seed, **options,
@@ -762,11 +762,9 @@ class TrainedModel:
         options = {
             name: value
             for name, value in controls.items()
-            if value and name not in ("suppress", "return_scores")
+            if name not in ("suppress", "return_scores")
         }
-        suppressed = self._suppressed_ids(suppress)
-        if suppressed:
-            options["suppress_token_ids"] = suppressed
+        options = self._model_controls(options, suppress)
         return inference.generate_text(
             self.model, self.preprocessor, prompt, max_new_tokens, top_k, top_p,
             seed, return_scores=return_scores, **options,
