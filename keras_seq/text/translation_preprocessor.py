@@ -263,10 +263,11 @@ class TranslationPreprocessor(Preprocessor):
         """Batches of source ids for decoding Python strings.
 
         Sentences are sorted by length so that each batch pads little, and
-        every batch holds `batch_size` rows (filler rows of one `[UNK]`
-        complete the last), so the compiled decoding loop exists in one
-        shape per bucket. A `TruncationWarning` says how many sentences
-        were cut to `length_limit`.
+        each batch holds a power of two rows, at most `batch_size` (filler
+        rows of one `[UNK]` complete it): the compiled decoding loop then
+        exists in few shapes per bucket, and one sentence decodes as one
+        row instead of `batch_size`. A `TruncationWarning` says how many
+        sentences were cut to `length_limit`.
 
         Args:
             texts: a list of str.
@@ -274,8 +275,8 @@ class TranslationPreprocessor(Preprocessor):
 
         Yields:
             `(positions, ids, blank)`: the indices into `texts` of the
-            batch's real rows, their ids (batch_size, W) int32 (the real
-            rows first), and a bool array, True for a sentence without
+            batch's real rows, their ids (rows, W) int32 (the real rows
+            first), and a bool array, True for a sentence without
             tokens.
         """
         texts = _check_texts(texts)
@@ -288,7 +289,8 @@ class TranslationPreprocessor(Preprocessor):
         for start in range(0, len(texts), batch_size):
             positions = order[start : start + batch_size]
             batch = self._pad_to_bucket(tf.gather(ids, positions)).numpy()
-            filler = np.zeros((batch_size - len(positions), batch.shape[1]), "int32")
+            rows = min(batch_size, 1 << (len(positions) - 1).bit_length())
+            filler = np.zeros((rows - len(positions), batch.shape[1]), "int32")
             filler[:, 0] = UNK_ID
             yield positions, np.concatenate([batch, filler]), lengths[positions] == 0
 

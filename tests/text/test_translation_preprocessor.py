@@ -144,12 +144,12 @@ def test_decode_path_of_translate_and_evaluate_gives_the_golden_ids(shared):
         warnings.simplefilter("always")
         outputs = translator.translate_texts(echo, shared, SENTENCES, batch_size=4)
     assert _truncation_notes(caught) == [DECODE_NOTE]
-    # Sorted by length, in batches of 4 padded to a bucket; filler rows
-    # hold one [UNK].
+    # Sorted by length, in batches of at most 4 padded to a bucket: the
+    # last holds its 2 sentences in 2 rows, not 4.
     first, second = echo.batches
-    assert first.shape == (4, 8) and second.shape == (4, 16)
+    assert first.shape == (4, 8) and second.shape == (2, 16)
     assert _rows(first) == [CUT[2], CUT[4], CUT[0], CUT[1]]
-    assert _rows(second) == [CUT[3], CUT[5], [text.UNK_ID], [text.UNK_ID]]
+    assert _rows(second) == [CUT[3], CUT[5]]
     assert outputs == [
         "ich bin da.", "über, café!", "", "ich bin ws?", "[UNK].",
         " ".join(["da"] * MAX_LENGTH),
@@ -159,7 +159,7 @@ def test_decode_path_of_translate_and_evaluate_gives_the_golden_ids(shared):
     scores = translator.evaluate_translator(
         echo, shared, [(s, s) for s in SENTENCES[:2]], batch_size=4
     )
-    assert _rows(echo.batches[0]) == [CUT[0], CUT[1], [1], [1]]
+    assert _rows(echo.batches[0]) == [CUT[0], CUT[1]]
     assert scores["hypotheses"] == ["ich bin da.", "über, café!"]
     # The preprocessor lowercases: only the lowercased score matches all.
     assert scores["bleu_lowercase"] == pytest.approx(100.0)
@@ -187,7 +187,8 @@ def test_trained_model_translate_gives_the_golden_ids(run_dir, monkeypatch):
     assert outputs[2] == "" and len(outputs) == len(SENTENCES)
     (batch,) = fed
     rows = [CUT[i] for i in np.argsort([len(r) for r in CUT], kind="stable")]
-    assert batch.shape == (64, 16) and _rows(batch)[: len(rows)] == rows
+    # 6 sentences in 8 rows (the next power of two), not `batch_size`.
+    assert batch.shape == (8, 16) and _rows(batch)[: len(rows)] == rows
 
 
 def test_exported_graph_tokenizes_as_in_process(run_dir, tmp_path):
@@ -280,6 +281,25 @@ def test_a_model_without_max_length_is_cut_to_its_last_bucket():
         f"1 of {len(SENTENCES)} sentences are longer than the longest length "
         "bucket (16 tokens); each was cut to it."
     ]
+
+
+def test_a_batch_holds_the_fewest_power_of_two_rows_its_sentences_fit(shared):
+    # One sentence decodes as one row, and a batch of n sentences in the
+    # next power of two rows (filler rows hold one [UNK]), never more than
+    # `batch_size`: few compiled shapes, little decoding of filler.
+    cases = {(1, 64): [1], (2, 64): [2], (3, 64): [4], (5, 64): [8],
+             (5, 6): [6], (6, 4): [4, 2], (7, 4): [4, 4]}  # fmt: skip
+    for (count, batch_size), rows in cases.items():
+        texts = (SENTENCES * 2)[:count]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            batches = list(shared.decode_batches(texts, batch_size))
+        assert [len(ids) for _, ids, _ in batches] == rows, (count, batch_size)
+        seen = np.concatenate([positions for positions, _, _ in batches])
+        assert sorted(seen) == list(range(count))
+        for positions, ids, _ in batches:
+            filler = ids[len(positions) :]
+            assert (filler[:, 0] == text.UNK_ID).all() and not filler[:, 1:].any()
 
 
 def test_bad_arguments_are_refused():
