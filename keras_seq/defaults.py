@@ -30,3 +30,12 @@ UNBOUNDED_LENGTH = 64
 # Tokens in a length-bucketed translation batch: a bucket of length L holds
 # `batch_tokens // L` pairs.
 BATCH_TOKENS = 2048
+
+# The values of the decoding controls that change nothing: a translator's
+# `translate_with_controls` signature (the SavedModel's and the CTranslate2
+# server's) fills each one a request leaves out with its value here.
+CONTROL_INPUT_DEFAULTS = {
+    "target_prefix": "",
+    "min_new_tokens": 0,
+    "repetition_penalty": 1.0,
+}

@@ -24,6 +24,7 @@ Loading needs only TensorFlow and TensorFlow Text:
     served.signatures["serving_default"](sentences=tf.constant(["Hallo!"]))
 """
 
+import json
 import os
 
 import keras
@@ -293,6 +294,12 @@ def _blank(ids):
     return tf.reduce_all(tf.equal(ids, 0), axis=1)
 
 
+def _after(checks, *tensors):
+    """`tensors`, each read only once `checks` have run."""
+    with tf.control_dependencies(checks):
+        return tuple(tf.identity(tensor) for tensor in tensors)
+
+
 def _guard_empty_batch(sentences, compute, empty):
     """`compute()` unless the batch is empty, then `empty()`."""
     return tf.cond(tf.equal(tf.size(sentences), 0), empty, compute)
@@ -347,11 +354,15 @@ def _translator_score(model, preprocessor, max_new_tokens):
     `TrainedModel.score`."""
 
     def score(sentences, targets):
-        tf.debugging.assert_equal(
+        check = tf.debugging.assert_equal(
             tf.size(sentences),
             tf.size(targets),
             message="`targets` must hold one string per sentence",
         )
+        # Every op that reads the inputs waits for the check: an assertion
+        # is ordered only against stateful ops, and a concat of mismatched
+        # rows could fail first with the graph's own words.
+        sentences, targets = _after([check], sentences, targets)
 
         def compute():
             ids = preprocessor.generate_preprocess(sentences)
@@ -384,6 +395,93 @@ def _translator_score(model, preprocessor, max_new_tokens):
         }
 
     return score
+
+
+def _translator_with_controls(model, preprocessor, max_new_tokens):
+    """The `translate_with_controls` signature's function: greedy
+    translations under the decoding controls a request sets per sentence.
+
+    The controls are per-row inputs, not settings of the export, so that
+    the server's batcher can merge requests that ask for different ones.
+    Their values are checked in the graph with the messages of
+    `check_control_values`.
+    """
+
+    def translate(sentences, target_prefix, min_new_tokens, repetition_penalty):
+        def checks():
+            for name, value in (
+                ("target_prefix", target_prefix),
+                ("min_new_tokens", min_new_tokens),
+                ("repetition_penalty", repetition_penalty),
+            ):
+                yield tf.debugging.assert_equal(
+                    tf.size(sentences),
+                    tf.size(value),
+                    message=f"`{name}` must hold one value per sentence",
+                )
+            # `check_control_values`' messages, for the first value out of
+            # range.
+            low, high = tf.reduce_min(min_new_tokens), tf.reduce_max(min_new_tokens)
+            yield tf.debugging.Assert(
+                low >= 0,
+                [
+                    tf.strings.format(
+                        "`min_new_tokens` must be at least 0; received {}.", low
+                    )
+                ],
+            )
+            yield tf.debugging.Assert(
+                high <= max_new_tokens,
+                [
+                    tf.strings.format(
+                        f"`min_new_tokens` must be at most {max_new_tokens} "
+                        "(max_new_tokens); received {}.",
+                        high,
+                    )
+                ],
+            )
+            invalid = tf.logical_not(
+                tf.math.is_finite(repetition_penalty) & (repetition_penalty > 0)
+            )
+            first = tf.concat([tf.boolean_mask(repetition_penalty, invalid), [1.0]], 0)[
+                0
+            ]
+            yield tf.debugging.Assert(
+                tf.logical_not(tf.reduce_any(invalid)),
+                [
+                    tf.strings.format(
+                        "`repetition_penalty` must be a finite number above 0; "
+                        "received {}.",
+                        first,
+                    )
+                ],
+            )
+
+        def compute():
+            # As in `score`: every input waits for the checks.
+            prefixes, minimums, penalties = _after(
+                list(checks()), target_prefix, min_new_tokens, repetition_penalty
+            )
+            ids = preprocessor.generate_preprocess(sentences)
+            prefix = preprocessor.tokenize_target(prefixes).to_tensor(0)
+            generated = model.generate(
+                ids,
+                max_new_tokens,
+                end_token_id=END_ID,
+                prefix_ids=tf.cast(prefix, "int32"),
+                min_new_tokens=minimums,
+                repetition_penalty=penalties,
+            )
+            text = preprocessor.detokenize_graph(generated)
+            return tf.where(_blank(ids), "", text)
+
+        return {
+            "translations": _guard_empty_batch(
+                sentences, compute, lambda: tf.zeros([0], tf.string)
+            )
+        }
+
+    return translate
 
 
 def _translator_logits(model):
@@ -428,6 +526,13 @@ def export_translator(
     Signatures:
         `serving_default`: `sentences` (B,) string -> `translations` (B,)
             string, greedy.
+        `translate_with_controls`: `sentences`, `target_prefix` (B,)
+            string, `min_new_tokens` (B,) int32 and `repetition_penalty`
+            (B,) float32 -> `translations` (B,) string, greedy, each
+            sentence under its own controls (as `TrainedModel.translate`
+            with `beam_width=1`): the tokens of its prefix forced first
+            ("" forces none), no end token before its minimum, its
+            penalty on the ids already written (1 changes nothing).
         `beam_search`: `sentences` (B,) -> `translations` (B, n) string and
             `scores` (B, n) float32 (length-normalised log-probabilities),
             best first; n = `num_return` (default `beam_width`).
@@ -506,6 +611,7 @@ def export_translator(
 
     logits = _translator_logits(model)
     score = _translator_score(model, preprocessor, max_new_tokens)
+    with_controls = _translator_with_controls(model, preprocessor, max_new_tokens)
     archive = keras.export.ExportArchive()
     _track(archive, model, preprocessor.source_tokenizer, preprocessor.target_tokenizer)
     endpoints = {
@@ -513,9 +619,20 @@ def export_translator(
         "beam_search": (beam, _string_spec("sentences")),
         "tokenize": (tokenize, _string_spec("sentences")),
         "score": (score, _string_spec("sentences") + _string_spec("targets")),
+        "translate_with_controls": (
+            with_controls,
+            _string_spec("sentences")
+            + _string_spec("target_prefix")
+            + [tf.TensorSpec([None], tf.int32, name="min_new_tokens")]
+            + [tf.TensorSpec([None], tf.float32, name="repetition_penalty")],
+        ),
         "logits": (logits, _ids_spec("encoder_token_ids", "decoder_token_ids")),
     }
     path = _write_out(archive, endpoints, path, "translator")
+    # For `keras-seq serve`, which fills the controls a request leaves out;
+    # TF Serving's clients send every input.
+    with open(os.path.join(path, "signature_defaults.json"), "w") as file:
+        json.dump({"translate_with_controls": defaults.CONTROL_INPUT_DEFAULTS}, file)
     _write_models(
         path, source=preprocessor.source_tokenizer, target=preprocessor.target_tokenizer
     )

@@ -38,13 +38,15 @@ class DecodingControls:
     Args:
         prefix_ids: None, or (B, M) int32 ids forced at the first new
             positions of each row, 0 where a row's prefix has ended.
-        min_new_tokens: None, or an int32 scalar: the end token is ruled
-            out while fewer new tokens are written.
+        min_new_tokens: None, or an int32 scalar, or (B,) int32 per row
+            (a SavedModel signature's input): the end token is ruled out
+            while fewer new tokens are written.
         no_repeat_ngram_size: int n >= 1, or 0 for none: an id that would
             complete an n-gram already in the history is ruled out.
-        repetition_penalty: None, or a float32 scalar p > 0: the logit of
-            every id in the history is divided by p where it is positive
-            and multiplied by p where it is not (Keskar et al., 2019).
+        repetition_penalty: None, or a float32 scalar p > 0, or (B,) per
+            row: the logit of every id in the history is divided by p
+            where it is positive and multiplied by p where it is not
+            (Keskar et al., 2019); p = 1 changes nothing.
         suppressed: None, or a (1, V) boolean mask of ids never written.
     """
 
@@ -85,15 +87,18 @@ class DecodingControls:
 
     def tiled(self, tile):
         """The controls with `tile` (per-row to per-beam) applied to the
-        prefix, the only per-row tensor."""
-        if self.prefix_ids is None:
-            return self
-        controls = DecodingControls(
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
-            **{name: getattr(self, name) for name in _TENSORS},
+        per-row tensors: the prefix, and a minimum length or penalty given
+        per row."""
+        values = {}
+        for name in _TENSORS:
+            value = getattr(self, name)
+            per_row = name == "prefix_ids" or (
+                name != "suppressed" and value is not None and len(value.shape) == 1
+            )
+            values[name] = tile(value) if per_row and value is not None else value
+        return DecodingControls(
+            no_repeat_ngram_size=self.no_repeat_ngram_size, **values
         )
-        controls.prefix_ids = tile(self.prefix_ids)
-        return controls
 
     def apply(self, logits, history, position, new_index, allowed, end_token_id):
         """One step's logits under the controls: `(logits, forcing)`.
@@ -123,7 +128,8 @@ class DecodingControls:
         size = logits.shape[-1]
         if self.repetition_penalty is not None:
             seen = seen_ids(history, position, size)
-            penalty = ops.cast(self.repetition_penalty, "float32")
+            # (1, 1) for one penalty, (R, 1) for one a row.
+            penalty = ops.reshape(ops.cast(self.repetition_penalty, "float32"), (-1, 1))
             penalised = ops.where(logits > 0, logits / penalty, logits * penalty)
             logits = ops.where(seen, penalised, logits)
         ruled_out = None if allowed is None else ops.logical_not(allowed)
@@ -140,9 +146,10 @@ class DecodingControls:
             ruled_out = rule_out(banned)
         stops = end_token_id is not None and end_token_id >= 0
         if self.min_new_tokens is not None and stops:
-            early = ops.less(new_index, self.min_new_tokens)
-            is_end = ops.arange(size) == end_token_id  # (V,)
-            ruled_out = rule_out(ops.logical_and(early, is_end)[None])
+            minimum = ops.reshape(self.min_new_tokens, (-1, 1))  # (1 or R, 1)
+            early = ops.less(new_index, minimum)
+            is_end = (ops.arange(size) == end_token_id)[None]  # (1, V)
+            ruled_out = rule_out(ops.logical_and(early, is_end))
         forcing = None
         if self.prefix_ids is not None:
             forced = forced_ids(self.prefix_ids, new_index)  # (R,)

@@ -927,11 +927,23 @@ class GenerativeModel:
         size = self.label_size()[0] if hasattr(self, "label_size") else None
         if prefix_ids is not None:
             prefix_ids = _prefix_rows(prefix_ids, token_ids, max_new_tokens, size)
+        # Inside a TensorFlow function of the caller's (a SavedModel
+        # signature) a minimum length or penalty may be a graph tensor, one
+        # value a row, whose values are unknown: the signature checks them
+        # in its graph.
+        graph_values = {
+            name: value
+            for name, value in (
+                ("min_new_tokens", min_new_tokens),
+                ("repetition_penalty", repetition_penalty),
+            )
+            if tracing_tensorflow_function() and hasattr(value, "dtype")
+        }
         check_control_values(
             max_new_tokens,
-            min_new_tokens,
+            None if "min_new_tokens" in graph_values else min_new_tokens,
             no_repeat_ngram_size,
-            repetition_penalty,
+            None if "repetition_penalty" in graph_values else repetition_penalty,
             suppress_unknown,
         )
         suppressed = check_token_id_list(suppress_token_ids, "suppress_token_ids", size)
@@ -952,9 +964,10 @@ class GenerativeModel:
         if suppressed:
             allowed = token_logits_mask(suppressed, size)  # (1, V)
             controls.suppressed = ops.logical_not(allowed)
+        minimum_set = "min_new_tokens" in graph_values or bool(min_new_tokens)
         if controls.prefix_ids is None and not any(
             (
-                min_new_tokens,
+                minimum_set,
                 controls.no_repeat_ngram_size,
                 repetition_penalty is not None,
                 suppressed,
@@ -963,11 +976,14 @@ class GenerativeModel:
             return None
         if controls.prefix_ids is not None:
             controls.prefix_ids = ops.convert_to_tensor(controls.prefix_ids, "int32")
-        if not min_new_tokens:
-            controls.min_new_tokens = None
-        else:
+        controls.min_new_tokens = None
+        if "min_new_tokens" in graph_values:
+            controls.min_new_tokens = ops.cast(min_new_tokens, "int32")
+        elif minimum_set:
             controls.min_new_tokens = ops.convert_to_tensor(min_new_tokens, "int32")
-        if repetition_penalty is not None:
+        if "repetition_penalty" in graph_values:
+            controls.repetition_penalty = ops.cast(repetition_penalty, "float32")
+        elif repetition_penalty is not None:
             controls.repetition_penalty = ops.convert_to_tensor(
                 float(repetition_penalty), "float32"
             )

@@ -73,7 +73,7 @@ served = tf.saved_model.load(sys.argv[1])
 inputs = json.loads(sys.argv[2])
 out = {}
 for name, fn in served.signatures.items():
-    if name in ("logits", "score"):  # Not of `sentences` alone.
+    if name in ("logits", "score", "translate_with_controls"):  # Not `sentences` alone.
         continue
     result = fn(sentences=tf.constant(inputs, tf.string))
     out[name] = {k: v.numpy().tolist() for k, v in result.items()}
@@ -214,6 +214,63 @@ def test_the_score_signature_scores_as_the_trained_model(translator, exported):
         score(sentences=tf.constant(SENTENCES), targets=tf.constant(targets[:2]))
     empty = score(sentences=tf.zeros([0], tf.string), targets=tf.zeros([0], tf.string))
     assert empty["log_prob"].shape == (0,) and empty["token_log_probs"].shape == (0, 16)
+
+
+def test_the_controls_signature_translates_as_the_trained_model(translator, exported):
+    """Each sentence under its own controls (a batch merges requests that
+    ask for different ones), as `translate_texts` gives it greedily; the
+    defaults ("", 0, 1) give `serving_default`'s translations; values out
+    of range are refused in the graph."""
+    import tensorflow as tf
+
+    model, preprocessor = translator
+    served = tf.saved_model.load(exported)
+    controlled = served.signatures["translate_with_controls"]
+    sentences = SENTENCES + ["w4 w4 w4 w5 w4 w4."]
+    prefixes = ["w9 w9", "", "w7", ""]
+    minimums = [0, 12, 3, 0]
+    penalties = [1.0, 1.0, 0.5, 50.0]
+
+    def call(sentences, prefixes, minimums, penalties):
+        return controlled(
+            sentences=tf.constant(sentences, tf.string),
+            target_prefix=tf.constant(prefixes, tf.string),
+            min_new_tokens=tf.constant(minimums, tf.int32),
+            repetition_penalty=tf.constant(penalties, tf.float32),
+        )["translations"].numpy()
+
+    got = [t.decode() for t in call(sentences, prefixes, minimums, penalties)]
+    for row, sentence in enumerate(sentences):
+        [expected] = inference.translate_texts(
+            model, preprocessor, [sentence], max_new_tokens=16,
+            target_prefix=[prefixes[row]], min_new_tokens=minimums[row],
+            repetition_penalty=penalties[row],
+        )  # fmt: skip
+        assert got[row] == expected, row
+    plain = inference.translate_texts(model, preprocessor, sentences, max_new_tokens=16)
+    assert got[0].startswith("w9 w9") and not plain[0].startswith("w9")
+    assert len(got[1].split()) > len(plain[1].split())  # Held past its end.
+    assert got[3] != plain[3]  # The penalty turned the copy of repeats away.
+    defaults = call(sentences, [""] * 4, [0] * 4, [1.0] * 4)
+    greedy = served.signatures["serving_default"](sentences=tf.constant(sentences))
+    np.testing.assert_array_equal(defaults, greedy["translations"].numpy())
+
+    # The messages `TrainedModel.translate` gives in process.
+    bad = [
+        (
+            ([-1, 0, 0, 0], penalties),
+            "`min_new_tokens` must be at least 0; received -1",
+        ),
+        (([0, 17, 0, 0], penalties), r"at most 16 \(max_new_tokens\); received 17"),
+        ((minimums, [1.0, 0.0, 1.0, 1.0]), "`repetition_penalty` must be a finite"),
+        ((minimums, [1.0, float("nan"), 1.0, 1.0]), "above 0; received nan"),
+    ]
+    for (low, penalty), message in bad:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            call(sentences, prefixes, low, penalty)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="`target_prefix` must"):
+        call(sentences, prefixes[:2], minimums, penalties)
+    assert call([], [], [], []).shape == (0,)
 
 
 def test_logits_signature_matches_the_model(translator, exported):

@@ -2,6 +2,7 @@
 SavedModel."""
 
 from keras_seq import defaults
+from keras_seq.validation import check_control_values
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
@@ -89,6 +90,8 @@ CONTROLS = {
     }),
 }  # fmt: skip
 CONTROL_FLAGS = {flag: name for flag, (name, _) in CONTROLS.items()}
+# Those a SavedModel takes, as inputs of `translate_with_controls`.
+SAVED_MODEL_CONTROLS = ("target_prefix", "min_new_tokens", "repetition_penalty")
 
 
 def add_control_arguments(parser, flags=tuple(CONTROLS), title=None):
@@ -101,7 +104,9 @@ def add_control_arguments(parser, flags=tuple(CONTROLS), title=None):
         title: str, the group's title in `--help`.
     """
     group = parser.add_argument_group(
-        title or "decoding controls (with --model-dir or --ctranslate2)"
+        title
+        or "decoding controls (with --model-dir or --ctranslate2; with "
+        "--saved-model and --beam-width 1, the first three)"
     )
     for flag in flags:
         name, options = CONTROLS[flag]
@@ -144,11 +149,14 @@ def run(args):
     options = {name: value for name, value in chosen.items() if value is not None}
     controls = control_values(args)
     flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
-    if controls and args.saved_model:
-        named = ", ".join(flags[name] for name in controls)
+    unserved = [name for name in controls if name not in SAVED_MODEL_CONTROLS]
+    if unserved and args.saved_model:
+        named = ", ".join(flags[name] for name in unserved)
         raise UsageError(
-            f"{named}: the decoding controls apply to --model-dir and "
-            "--ctranslate2; a SavedModel's signatures decode without them."
+            f"{named}: with --saved-model, only --target-prefix, "
+            "--min-new-tokens and --repetition-penalty apply (the inputs of its "
+            "translate_with_controls signature); the others need --model-dir "
+            "or --ctranslate2."
         )
     if controls.get("return_scores") and args.ctranslate2:
         raise UsageError(
@@ -176,9 +184,14 @@ def run(args):
     from zoo.recipes import saved_model
 
     if args.saved_model:
+        with named_as_flags(**flags):
+            check_control_values(
+                None, controls.get("min_new_tokens"), None,
+                controls.get("repetition_penalty"),
+            )  # fmt: skip
         with truncation_note():
             outputs = saved_model.serve(
-                args.saved_model, read_texts(args.texts), args.beam_width
+                args.saved_model, read_texts(args.texts), args.beam_width, **controls
             )
     else:
         trained = load_model_dir(args.model_dir, "translate")

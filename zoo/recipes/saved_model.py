@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
+from keras_seq.defaults import CONTROL_INPUT_DEFAULTS
 from keras_seq.text.preprocessor import warn_cut
 from keras_seq.text.vocabulary import PAD_ID
 from zoo.recipes.inputs import UsageError
@@ -39,13 +40,14 @@ def latest_version(path):
     return os.path.join(path, str(versions[-1]))
 
 
-def serve(path, sentences, beam_width=1):
+def serve(path, sentences, beam_width=1, **controls):
     """Translates through an exported translator, as TF Serving would.
 
     One beam decodes with `serving_default` (greedy); the export's own beam
     width with its `beam_search` signature, whose best translation is the
     one `model.generate(..., strategy="beam")` gives. The graph's beam
     width is fixed when it is exported, so no other width can be decoded.
+    With decoding controls, greedily with `translate_with_controls`.
 
     A sentence longer than the model's `max_length` is cut to it, and a
     `TruncationWarning` says how many were, as `TrainedModel.translate`'s.
@@ -55,6 +57,9 @@ def serve(path, sentences, beam_width=1):
         sentences: list of str.
         beam_width: int, 1 or the export's (`beam_width_of`); None: the
             export's.
+        **controls: `target_prefix` (a str for every sentence),
+            `min_new_tokens`, `repetition_penalty` (the inputs of
+            `translate_with_controls`; with them `beam_width` must be 1).
 
     Returns:
         A list of str, one translation per sentence.
@@ -74,17 +79,65 @@ def serve(path, sentences, beam_width=1):
         )
     exported = beam_width_of(served)
     beam_width = exported if beam_width is None else beam_width
+    if controls and beam_width != 1:
+        raise UsageError(
+            f"--saved-model {path}: the decoding controls decode greedily (its "
+            "translate_with_controls signature); add --beam-width 1."
+        )
     if beam_width not in (1, exported):
         raise UsageError(_beam_refusal(path, beam_width, exported))
     if beam_width != 1:
         signature = served.signatures["beam_search"]
     batch = tf.constant(sentences, tf.string) if sentences else tf.zeros([0], tf.string)
-    translations = signature(sentences=batch)["translations"].numpy()
+    if controls:
+        translations = _with_controls(path, served, batch, **controls)
+    else:
+        translations = signature(sentences=batch)["translations"].numpy()
     if sentences and "tokenize" in served.signatures:
         _report_cut(served.signatures["tokenize"](sentences=batch))
     if beam_width != 1:
         translations = translations[:, 0]  # (B, n) best first -> (B,)
     return [t.decode("utf-8") for t in translations]
+
+
+def _with_controls(
+    path, served, batch, target_prefix=None, min_new_tokens=None,
+    repetition_penalty=None,
+):  # fmt: skip
+    """`translate_with_controls` on `batch`, every sentence under the same
+    controls; a value out of range is the graph's one-line refusal."""
+    signature = served.signatures.get("translate_with_controls")
+    if signature is None:
+        raise UsageError(
+            f"--saved-model {path}: it has no translate_with_controls signature "
+            "(exported before the decoding controls); export it again, or "
+            "translate with --model-dir."
+        )
+    values = {
+        "target_prefix": target_prefix,
+        "min_new_tokens": min_new_tokens,
+        "repetition_penalty": repetition_penalty,
+    }
+    dtypes = {"target_prefix": tf.string, "min_new_tokens": tf.int32}
+    inputs = {
+        name: tf.fill(
+            [int(batch.shape[0])],
+            tf.constant(
+                CONTROL_INPUT_DEFAULTS[name] if value is None else value,
+                dtypes.get(name, tf.float32),
+            ),
+        )
+        for name, value in values.items()
+    }
+    try:
+        return signature(sentences=batch, **inputs)["translations"].numpy()
+    except tf.errors.InvalidArgumentError as error:
+        from zoo.serving.batching import first_error_line
+
+        line = first_error_line(error)
+        if line.startswith("assertion failed: [") and line.endswith("]"):
+            line = line[len("assertion failed: [") : -1]
+        raise UsageError(line) from None
 
 
 def _load(path):

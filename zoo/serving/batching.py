@@ -227,17 +227,21 @@ class Batcher:
             start += rows
 
 
+def first_error_line(error):
+    """An error's own first line: of a graph's error (which opens with
+    "Graph execution error:" and the node's trace), the op's words (e.g.
+    "indices[0,0] = 999 is not in [0, 38)")."""
+    message = getattr(error, "message", None) or str(error)
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    detail = [line for line in lines if not line.startswith(_TRACE_LINES)]
+    return (detail or lines or [type(error).__name__])[0]
+
+
 def _as_request_error(error):
     """The model's refusal of an input (an OpError) is the client's 400."""
     if isinstance(error, RequestError):
         return error
-    message = getattr(error, "message", None) or str(error)
-    # A graph's error opens with "Graph execution error:" and the node's
-    # trace; the client needs the op's own words (e.g. "indices[0,0] = 999
-    # is not in [0, 38)"), its first line of its own.
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    detail = [line for line in lines if not line.startswith(_TRACE_LINES)]
-    first = (detail or lines or [type(error).__name__])[0]
+    first = first_error_line(error)
     # Only a TensorFlow model raises TensorFlow's errors; a server without
     # TensorFlow never loads it.
     tf = sys.modules.get("tensorflow")

@@ -557,7 +557,9 @@ class _DType:
     def __init__(self, name, as_numpy_dtype, tf_name):
         self.name = name
         self.as_numpy_dtype = as_numpy_dtype
-        self.is_integer = False
+        self.is_integer = as_numpy_dtype is not object and np.issubdtype(
+            as_numpy_dtype, np.integer
+        )
         self.tf_name = tf_name
 
 
@@ -573,15 +575,21 @@ _INT = _DType("int32", np.int32, "DT_INT32")
 
 
 class _TextSignature:
-    """String inputs (B,) (`sentences`, or more) -> named outputs, as the
-    SavedModel's."""
+    """Inputs (B,) (strings: `sentences`, or more; or of `input_specs`) ->
+    named outputs, as the SavedModel's; `defaults` as its
+    `signature_defaults.json`."""
 
-    def __init__(self, name, function, outputs, inputs=("sentences",)):
+    def __init__(
+        self, name, function, outputs, inputs=("sentences",), input_specs=None,
+        defaults=None,
+    ):  # fmt: skip
         self.name = name
         self.function = function
         self.inputs = {input_name: _Spec(_STRING, 1) for input_name in inputs}
+        self.inputs.update(input_specs or {})
         self.output_specs = outputs
         self.outputs = sorted(outputs)
+        self.defaults = dict(defaults or {})
 
     @property
     def takes_text(self):
@@ -589,14 +597,22 @@ class _TextSignature:
         return len(self.inputs) == 1
 
     def __call__(self, arrays):
-        texts = [
-            [value.decode("utf-8", "replace") for value in arrays[name]]
-            for name in self.inputs
-        ]
-        return self.function(*texts)
+        values = []
+        for name, spec in self.inputs.items():
+            if spec.dtype is _STRING:
+                values.append([v.decode("utf-8", "replace") for v in arrays[name]])
+            else:
+                values.append(arrays[name].tolist())
+        return self.function(*values)
 
     def warm_up_arrays(self):
-        return {name: np.array([b"warm up"], dtype=object) for name in self.inputs}
+        arrays = {}
+        for name, spec in self.inputs.items():
+            value = self.defaults.get(name, b"warm up")
+            if isinstance(value, str):
+                value = value.encode()  # As a request's strings arrive.
+            arrays[name] = np.array([value], dtype=spec.dtype.as_numpy_dtype)
+        return arrays
 
     def signature_def(self):
         """The signature as TF Serving's metadata shows a SignatureDef."""
@@ -620,10 +636,11 @@ class CTranslate2Servable(ServableBase):
     """A CTranslate2 translator export as `keras-seq serve` serves it.
 
     Its signatures are the SavedModel's text ones: `serving_default`
-    (`sentences` -> `translations`, greedy) and `beam_search` (`sentences`
+    (`sentences` -> `translations`, greedy), `beam_search` (`sentences`
     -> `translations` (B, n) and `scores` (B, n), best first, each score
     the summed log-probability divided by GNMT's length penalty, as the
-    SavedModel's).
+    SavedModel's), `score` and `translate_with_controls` (greedy under
+    each sentence's prefix, minimum length and repetition penalty).
 
     Args:
         path: the export directory; version: int, the version served.
@@ -668,11 +685,50 @@ class CTranslate2Servable(ServableBase):
             },
             inputs=("sentences", "targets"),
         )
-        self.signatures = {s.name: s for s in (beam, greedy, score)}
+        with_controls = _TextSignature(
+            "translate_with_controls",
+            self._with_controls,
+            {"translations": _Spec(_STRING, 1)},
+            inputs=("sentences", "target_prefix"),
+            input_specs={
+                "min_new_tokens": _Spec(_INT, 1),
+                "repetition_penalty": _Spec(_FLOAT, 1),
+            },
+            defaults=defaults.CONTROL_INPUT_DEFAULTS,
+        )
+        self.signatures = {s.name: s for s in (beam, greedy, score, with_controls)}
 
     def _greedy(self, texts):
         outputs = self.model.translate(texts, beam_width=1)
         return {"translations": np.array([t.encode() for t in outputs], object)}
+
+    def _with_controls(self, sentences, prefixes, minimums, penalties):
+        """As the SavedModel's `translate_with_controls`: greedy, each
+        sentence under its own controls. CTranslate2 takes one value of an
+        option per batch, so the rows are translated in groups of equal
+        values."""
+        sizes = {len(sentences), len(prefixes), len(minimums), len(penalties)}
+        if len(sizes) != 1:
+            raise RequestError(400, "each input must hold one value per sentence")
+        outputs = [b""] * len(sentences)
+        groups = {}
+        for i, key in enumerate(zip(minimums, penalties)):
+            groups.setdefault(key, []).append(i)
+        for (minimum, penalty), rows in groups.items():
+            try:
+                texts = self.model.translate(
+                    [sentences[i] for i in rows],
+                    beam_width=1,
+                    target_prefix=[prefixes[i] for i in rows],
+                    min_new_tokens=minimum,
+                    # 1 changes nothing; CTranslate2 then runs its plain loop.
+                    repetition_penalty=None if penalty == 1.0 else penalty,
+                )
+            except (TypeError, ValueError) as error:
+                raise RequestError(400, str(error)) from None
+            for i, text in zip(rows, texts):
+                outputs[i] = text.encode()
+        return {"translations": np.array(outputs, object)}
 
     def stream(self, sentence, target_prefix=None):
         """The pieces of `sentence`'s greedy translation, as they come

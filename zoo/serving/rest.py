@@ -11,7 +11,9 @@ text, or as `{"b64": ...}` objects for bytes.
 A servable has `signature(name)` and `signatures`; a signature has `name`,
 `inputs` (name -> spec with `shape` and a `dtype` that has `name`,
 `is_integer` and `as_numpy_dtype`, as `tf.TensorSpec`), `outputs`, and is
-called with a dict of arrays. The SavedModel's servable
+called with a dict of arrays; it may have `defaults` (name -> the value
+of an input a request may leave out, each example alike). The
+SavedModel's servable
 (`zoo.serving.servable`) and the CTranslate2 one
 (`zoo.serving.ctranslate2_model`) both are; only the first needs
 TensorFlow.
@@ -196,8 +198,21 @@ def parse_predict(body, servable):
     return signature, _columns(body["inputs"], signature), "columnar"
 
 
-def _named(value, names):
-    return isinstance(value, dict) and set(value) == names
+def _defaults(signature):
+    return getattr(signature, "defaults", None) or {}
+
+
+def _named_with_defaults(value, names, required):
+    """An object of named inputs: every required one, any with a default."""
+    return isinstance(value, dict) and required <= set(value) <= names
+
+
+def _expected(names, defaults):
+    """The inputs a request names, those with a default marked optional."""
+    return sorted(
+        f"{name} (optional, default {defaults[name]!r})" if name in defaults else name
+        for name in names
+    )
 
 
 def _rows(instances, signature):
@@ -208,18 +223,22 @@ def _rows(instances, signature):
             400, "'instances' is an empty list; send one example or more"
         )
     names = set(signature.inputs)
+    defaults = _defaults(signature)
+    required = names - set(defaults)
     columns = {name: [] for name in names}
     for i, instance in enumerate(instances):
-        if _named(instance, names):
+        if _named_with_defaults(instance, names, required):
             for name in names:
-                columns[name].append(instance[name])
-        elif len(names) == 1:
-            columns[next(iter(names))].append(instance)
+                columns[name].append(instance.get(name, defaults.get(name)))
+        elif len(required) == 1 and not isinstance(instance, dict):
+            # The one input a request must send, given bare.
+            for name in names:
+                columns[name].append(defaults[name] if name in defaults else instance)
         else:
             raise RequestError(
                 400,
                 f"instances[{i}]: expected an object with the inputs "
-                f"{sorted(names)}; received {_describe(instance)}",
+                f"{_expected(names, defaults)}; received {_describe(instance)}",
             )
     return {
         name: to_array(values, signature.inputs[name], f"instances ({name})")
@@ -229,18 +248,28 @@ def _rows(instances, signature):
 
 def _columns(inputs, signature):
     names = set(signature.inputs)
-    if not _named(inputs, names):
-        if len(names) != 1 or isinstance(inputs, dict):
+    defaults = _defaults(signature)
+    required = names - set(defaults)
+    if not _named_with_defaults(inputs, names, required):
+        if len(required) != 1 or isinstance(inputs, dict):
             raise RequestError(
                 400,
-                f"'inputs' must be an object with the inputs {sorted(names)}"
-                + (" or the one input's value" if len(names) == 1 else ""),
+                f"'inputs' must be an object with the inputs "
+                f"{_expected(names, defaults)}"
+                + (" or the one input's value" if len(required) == 1 else ""),
             )
-        inputs = {next(iter(names)): inputs}
+        inputs = {next(iter(required)): inputs}
+    given = sorted(name for name in names if name in inputs)
     arrays = {
         name: to_array(inputs[name], signature.inputs[name], f"inputs ({name})")
-        for name in names
+        for name in given
     }
+    first = arrays[given[0]]
+    batch = first.shape[0] if first.ndim else 1
+    for name in sorted(names - set(given)):
+        arrays[name] = to_array(
+            [defaults[name]] * batch, signature.inputs[name], f"inputs ({name})"
+        )
     sizes = {array.shape[0] if array.ndim else 1 for array in arrays.values()}
     if any(array.ndim == 0 for array in arrays.values()) or 0 in sizes:
         raise RequestError(400, "'inputs' must hold a batch of one example or more")

@@ -4,6 +4,7 @@ Everything here needs only TensorFlow and TensorFlow Text, never
 `keras_seq`; the JSON of the REST API (`zoo.serving.rest`) needs neither.
 """
 
+import json
 import os
 
 import numpy as np
@@ -35,15 +36,36 @@ def _signature_defs(path):
     }
 
 
-class Signature:
-    """A signature's inputs (name -> TensorSpec), outputs and function."""
+def _signature_defaults(path):
+    """signature -> input -> the value a request may leave out, as
+    `keras_seq.export` writes them beside the graph (none for an export
+    without the file). TF Serving reads no such file: its clients send
+    every input."""
+    try:
+        with open(
+            os.path.join(path, "signature_defaults.json"), encoding="utf-8"
+        ) as file:
+            defaults = json.load(file)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise LoadError(
+            f"{path}/signature_defaults.json does not read ({error})"
+        ) from None
+    return defaults if isinstance(defaults, dict) else {}
 
-    def __init__(self, name, function):
+
+class Signature:
+    """A signature's inputs (name -> TensorSpec), outputs and function, and
+    the values of the inputs a request may leave out (`defaults`)."""
+
+    def __init__(self, name, function, defaults=None):
         self.name = name
         self.function = function
         _, inputs = function.structured_input_signature
         self.inputs = dict(sorted(inputs.items()))
         self.outputs = sorted(function.structured_outputs)
+        self.defaults = dict(defaults or {})
 
     @property
     def takes_text(self):
@@ -60,11 +82,16 @@ class Signature:
         return {name: value.numpy() for name, value in self.function(**tensors).items()}
 
     def warm_up_arrays(self):
-        """One example of every input: a word, or token id 1 (a reserved id)."""
+        """One example of every input: its default, a word, or token id 1
+        (a reserved id)."""
         arrays = {}
         for name, spec in self.inputs.items():
             shape = [1] + [d if d is not None else 1 for d in spec.shape[1:]]
-            if spec.dtype == tf.string:
+            if name in self.defaults:
+                arrays[name] = np.array(
+                    [self.defaults[name]], spec.dtype.as_numpy_dtype
+                )
+            elif spec.dtype == tf.string:
                 arrays[name] = np.full(shape, b"warm up", dtype=object)
             else:
                 arrays[name] = np.ones(shape, spec.dtype.as_numpy_dtype)
@@ -96,8 +123,9 @@ class Servable(ServableBase):
             ) from None
         # The loaded object owns the variables the signatures read.
         self._loaded = loaded
+        defaults = _signature_defaults(path)
         self.signatures = {
-            name: Signature(name, function)
+            name: Signature(name, function, defaults.get(name))
             for name, function in sorted(loaded.signatures.items())
         }
         if not self.signatures:

@@ -58,6 +58,36 @@ def test_export_then_translate_through_the_saved_model(translator_run, exported)
     assert again.returncode == 1 and "already holds version 1" in again.stderr
 
 
+def test_the_saved_model_translates_under_the_controls(translator_run, exported):
+    """`--target-prefix`, `--min-new-tokens` and `--repetition-penalty` with
+    `--saved-model` (its `translate_with_controls` signature) print what
+    `--model-dir` prints with them greedily; the other controls, beams and
+    values out of range are refused naming the flag."""
+    out = translator_run[0]
+    controls = ("--target-prefix", "I", "--min-new-tokens", "6",
+                "--repetition-penalty", "1.3")  # fmt: skip
+    served = _lines("--saved-model", exported, "--beam-width", "1", *controls)
+    assert served == _lines("--model-dir", out, "--beam-width", "1", *controls)
+    assert all(line.startswith("I") for line in served)
+    assert served != _lines("--saved-model", exported, "--beam-width", "1")
+    for flags, message in (
+        ([*controls], "the decoding controls decode greedily"),
+        (["--beam-width", "1", "--no-repeat-ngram-size", "2", "--scores"],
+         "--no-repeat-ngram-size, --scores: with --saved-model, only"),
+        (["--beam-width", "1", "--min-new-tokens", "-1"],
+         "--min-new-tokens must be at least 0; received -1."),
+        (["--beam-width", "1", "--min-new-tokens", "999"],
+         "`min_new_tokens` must be at most"),
+        (["--beam-width", "1", "--repetition-penalty", "nan"],
+         "--repetition-penalty must be a finite number above 0"),
+    ):  # fmt: skip
+        refused = run_cli(
+            "translate", "--saved-model", exported, *flags, "du.", in_process=True
+        )
+        assert refused.returncode == 1, (flags, refused.stderr[-2000:])
+        assert message in refused.stderr and "Traceback" not in refused.stderr
+
+
 def test_every_path_gives_the_same_cased_translations(translator_run, exported):
     """`TrainedModel`, `translate --model-dir`, `translate --saved-model` and
     the server give one set of strings greedily and one with 4 beams, case

@@ -100,15 +100,16 @@ def test_translate_refuses_a_control_naming_its_flag(translator_run, flags, mess
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_the_controls_are_refused_with_a_saved_model(tmp_path):
+def test_the_controls_a_saved_model_lacks_are_refused(tmp_path):
+    # Its `translate_with_controls` takes the prefix (test_export.py).
     result = run_cli(
         "translate", "--saved-model", tmp_path, "--scores", "--target-prefix", "x",
-        "du.", in_process=True,
+        "--suppress", "du", "du.", in_process=True,
     )  # fmt: skip
     assert result.returncode == 1
     assert (
-        "--target-prefix, --scores: the decoding controls apply to --model-dir "
-        "and --ctranslate2" in result.stderr
+        "--suppress, --scores: with --saved-model, only --target-prefix, "
+        "--min-new-tokens and --repetition-penalty apply" in result.stderr
     )
 
 

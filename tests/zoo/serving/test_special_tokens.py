@@ -162,3 +162,84 @@ def test_both_servers_serve_the_score_signature(paths):
             assert body["error"] == "the inputs of 'inputs' differ in their batch size"
         finally:
             server.stop(grace=5)
+
+
+def test_both_servers_translate_under_each_sentences_controls(paths):
+    """`translate_with_controls` over TF Serving's API: each sentence under
+    its own prefix, minimum length and penalty, merged in one batch, as
+    `translate_texts` (the SavedModel) and `CTranslate2Model.translate`
+    give it one sentence at a time; a request may leave out the controls
+    (`keras-seq serve` fills their defaults), and a value out of range is
+    the client's 400."""
+    model, preprocessor, saved, ct2 = paths
+    prefixes = ["w9", "", "w3 w4", "", ""]
+    minimums = [0, 0, 2, 5, 0]
+    penalties = [1.0, 1.8, 1.8, 1.8, 0.6]
+    expected = [
+        translate_texts(
+            model, preprocessor, [s], target_prefix=[p], min_new_tokens=m,
+            repetition_penalty=r,
+        )[0]
+        for s, p, m, r in zip(SENTENCES, prefixes, minimums, penalties)
+    ]  # fmt: skip
+    engine = CTranslate2Model(ct2)
+    assert expected == [
+        engine.translate([s], beam_width=1, target_prefix=p, min_new_tokens=m,
+                         repetition_penalty=r)[0]
+        for s, p, m, r in zip(SENTENCES, prefixes, minimums, penalties)
+    ]  # fmt: skip
+    plain = translate_texts(model, preprocessor, SENTENCES)
+    assert expected[0].startswith("w9") and not plain[0].startswith("w9")
+    # This model never ends unpenalised; the penalty ends its rows early,
+    # and a minimum holds one past that.
+    assert len(expected[1].split()) < len(plain[1].split())
+    [penalised] = translate_texts(
+        model, preprocessor, SENTENCES[3:4], repetition_penalty=1.8
+    )
+    assert len(expected[3].split()) >= 5 > len(penalised.split())
+    url = "/v1/models/m:predict"
+    rows = [
+        {"sentences": s, "target_prefix": p, "min_new_tokens": m,
+         "repetition_penalty": r}
+        for s, p, m, r in zip(SENTENCES, prefixes, minimums, penalties)
+    ]  # fmt: skip
+    for path, servable_class in ((saved, None), (ct2, CTranslate2Servable)):
+        server = ModelServer(
+            path, 1, "m", port=0, servable_class=servable_class
+        ).start().load()  # fmt: skip
+        try:
+            request = {"signature_name": "translate_with_controls", "instances": rows}
+            status, body = call(server.url, "POST", url, request)
+            assert (status, body) == (200, {"predictions": expected}), path
+            # Controls left out take their defaults: the plain greedy output.
+            for instances in (
+                [{"sentences": s} for s in SENTENCES],
+                SENTENCES,
+                [{"sentences": s, "min_new_tokens": 0} for s in SENTENCES],
+            ):
+                request = {
+                    "signature_name": "translate_with_controls",
+                    "instances": instances,
+                }
+                status, body = call(server.url, "POST", url, request)
+                assert (status, body) == (200, {"predictions": plain}), path
+            columns = {"sentences": SENTENCES[:2], "target_prefix": prefixes[:2]}
+            request = {"signature_name": "translate_with_controls", "inputs": columns}
+            status, body = call(server.url, "POST", url, request)
+            assert status == 200 and body["outputs"][0] == expected[0], body
+            for bad, message in (
+                (
+                    {"min_new_tokens": -1},
+                    "`min_new_tokens` must be at least 0; received -1",
+                ),
+                ({"repetition_penalty": 0.0}, "`repetition_penalty` must be a finite"),
+                ({"min_new_tokens": 1.5}, "expected an integer (int32)"),
+            ):
+                request = {
+                    "signature_name": "translate_with_controls",
+                    "instances": [{"sentences": SENTENCES[0], **bad}],
+                }
+                status, body = call(server.url, "POST", url, request)
+                assert status == 400 and message in body["error"], (path, body)
+        finally:
+            server.stop(grace=5)
