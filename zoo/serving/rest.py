@@ -95,7 +95,7 @@ def _string(value, where):
         # A lone surrogate (JSON "\udc80") passes as the bytes it names; the
         # exported graph replaces invalid UTF-8 by U+FFFD.
         return value.encode("utf-8", "surrogatepass")
-    if isinstance(value, dict) and set(value) == {"b64"}:
+    if _is_b64(value):
         try:
             return base64.b64decode(value["b64"], validate=True)
         except (binascii.Error, TypeError, ValueError):
@@ -104,6 +104,17 @@ def _string(value, where):
         400, f"{where}: expected a string or a {{'b64': ...}} object; received "
         f"{_describe(value)}"
     )  # fmt: skip
+
+
+def _is_b64(value):
+    """TF Serving's `{"b64": ...}` object: one value (bytes), not named inputs."""
+    return isinstance(value, dict) and set(value) == {"b64"}
+
+
+def _bare(value):
+    """A value given without its input's name: anything but an object of
+    named inputs (a `{"b64": ...}` object is a value)."""
+    return not isinstance(value, dict) or _is_b64(value)
 
 
 def _describe(value):
@@ -230,7 +241,7 @@ def _rows(instances, signature):
         if _named_with_defaults(instance, names, required):
             for name in names:
                 columns[name].append(instance.get(name, defaults.get(name)))
-        elif len(required) == 1 and not isinstance(instance, dict):
+        elif len(required) == 1 and _bare(instance):
             # The one input a request must send, given bare.
             for name in names:
                 columns[name].append(defaults[name] if name in defaults else instance)
@@ -251,7 +262,7 @@ def _columns(inputs, signature):
     defaults = _defaults(signature)
     required = names - set(defaults)
     if not _named_with_defaults(inputs, names, required):
-        if len(required) != 1 or isinstance(inputs, dict):
+        if len(required) != 1 or not _bare(inputs):
             raise RequestError(
                 400,
                 f"'inputs' must be an object with the inputs "
