@@ -50,8 +50,7 @@ def test_tiny_run_times_every_row_on_the_same_work(tmp_path):
     )
     # Fixed work: every sentence of every case, NEW_TOKENS tokens, everywhere.
     assert results["tokens_per_sentence"] == {
-        name: {key: [NEW_TOKENS, NEW_TOKENS] for key in cases}
-        for name in TIMED
+        name: {key: [NEW_TOKENS, NEW_TOKENS] for key in cases} for name in TIMED
     }
     assert results["fixed_work"] is True
     # Each worker on the one processor it was given; the peers' workers
