@@ -32,8 +32,11 @@ lint: setup
 # Two workers, one a core, each given whole test files (`--dist loadfile`)
 # so that a module's shared fixtures are built once; the files that share a
 # trained run go to one worker, first (tests/conftest.py). The slowest tests
-# are listed at the end of each run.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+# are listed at the end of each run. A test (its fixtures included) still
+# running after 300 s fails with its stack: the slowest take under a minute
+# on a slow machine, and a hang would otherwise end the whole run unread.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 \
+  --timeout=300
 
 test-tensorflow: setup
 	KERAS_BACKEND=tensorflow $(PYTEST) tests
