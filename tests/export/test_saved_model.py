@@ -69,25 +69,45 @@ _FRESH = r"""
 import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the WordPiece ops)
-served = tf.saved_model.load(sys.argv[1])
-inputs = json.loads(sys.argv[2])
-out = {}
-for name, fn in served.signatures.items():
-    if name in ("logits", "score", "translate_with_controls"):  # Not `sentences` alone.
-        continue
-    result = fn(sentences=tf.constant(inputs, tf.string))
-    out[name] = {k: v.numpy().tolist() for k, v in result.items()}
-for group in out.values():
-    for k, v in group.items():
-        group[k] = json.loads(json.dumps(v, default=lambda b: b.decode("utf-8")))
-print(json.dumps({"modules": sorted(sys.modules), "out": out}))
+inputs = json.loads(sys.argv[1])
+outs = {}
+for path in sys.argv[2:]:
+    served = tf.saved_model.load(path)
+    out = outs[path] = {}
+    for name, fn in served.signatures.items():
+        if name in ("logits", "score", "translate_with_controls"):
+            continue  # Not `sentences` alone.
+        result = fn(sentences=tf.constant(inputs, tf.string))
+        out[name] = {k: v.numpy().tolist() for k, v in result.items()}
+    for group in out.values():
+        for k, v in group.items():
+            group[k] = json.loads(json.dumps(v, default=lambda b: b.decode("utf-8")))
+print(json.dumps({"modules": sorted(sys.modules), "out": outs}))
 """
 
 
-def _fresh_process(path, inputs):
+@pytest.fixture(scope="module")
+def quantized(translator, tmp_path_factory):
+    """The translator after `quantize("int8")` (a copy) and its export."""
+    model, preprocessor = translator
+    root = tmp_path_factory.mktemp("quantized")
+    model.save(root / "float.keras")
+    quantized = keras.saving.load_model(root / "float.keras")  # A copy.
+    quantized.quantize("int8")
+    path = export.export_translator(
+        quantized, preprocessor, root / "served", max_new_tokens=16, beam_width=3
+    )
+    return quantized, path
+
+
+@pytest.fixture(scope="module")
+def fresh(exported, quantized):
+    """`SENTENCES` through the float and the int8 export in one fresh
+    process that imports only TensorFlow and TensorFlow Text: what it
+    imported and, for each path, what each `sentences` signature gave."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(
-        [sys.executable, "-c", _FRESH, path, json.dumps(inputs)],
+        [sys.executable, "-c", _FRESH, json.dumps(SENTENCES), exported, quantized[1]],
         capture_output=True,
         text=True,
         timeout=300,
@@ -102,7 +122,7 @@ def test_layout_is_tf_serving(exported):
     assert os.path.isfile(os.path.join(exported, "saved_model.pb"))
 
 
-def test_fresh_process_translates_like_the_model(translator, exported):
+def test_fresh_process_translates_like_the_model(translator, exported, fresh):
     import tensorflow as tf
 
     model, preprocessor = translator
@@ -110,17 +130,17 @@ def test_fresh_process_translates_like_the_model(translator, exported):
         model, preprocessor, SENTENCES, max_new_tokens=16
     )
     assert expected[0].startswith("w1 w2")  # The copy task was learned.
-    fresh = _fresh_process(exported, SENTENCES)
     assert not any(m.split(".")[0] in ("keras_seq", "zoo") for m in fresh["modules"])
-    assert fresh["out"]["serving_default"]["translations"] == expected
+    out = fresh["out"][exported]
+    assert out["serving_default"]["translations"] == expected
 
     # Beam search: n-best lists, best first, the best equals in-process.
-    beam = fresh["out"]["beam_search"]
+    beam = out["beam_search"]
     assert np.array(beam["translations"]).shape == (3, 3)
     scores = np.array(beam["scores"])
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
     ids = preprocessor.generate_preprocess(tf.constant(SENTENCES[:1]))  # (1, S)
-    np.testing.assert_array_equal(ids, fresh["out"]["tokenize"]["token_ids"][:1])
+    np.testing.assert_array_equal(ids, out["tokenize"]["token_ids"][:1])
     best, best_scores = model.beam_search(ids, 16, beam_width=3, num_return=3)
     assert beam["translations"][0] == preprocessor.detokenize(np.asarray(best)[0])
     np.testing.assert_allclose(scores[0], np.asarray(best_scores)[0], atol=1e-4)
@@ -401,7 +421,7 @@ def _in_process_refusal(model, inputs):
     return str(caught.value)
 
 
-def test_served_logits_refuse_ids_out_of_range_and_too_long(translator, tmp_path):
+def test_served_logits_refuse_ids_out_of_range_and_too_long(exported, tmp_path):
     """Negative ids, ids past the vocabulary and sequences past max_length
     are refused in the graph, with the message the model gives in process."""
     import tensorflow as tf
@@ -428,9 +448,7 @@ def test_served_logits_refuse_ids_out_of_range_and_too_long(translator, tmp_path
     good = logits(token_ids=tf.constant([[5, 6, 7]]))["logits"]
     np.testing.assert_allclose(good, classifier.predict(np.array([[5, 6, 7]])), 1e-5)
 
-    translator_served = tf.saved_model.load(
-        export.export_translator(*translator, tmp_path / "t", max_new_tokens=4)
-    )
+    translator_served = tf.saved_model.load(exported)
     message = _refusal(
         translator_served.signatures["logits"],
         encoder_token_ids=[[5, 6, -1]],
@@ -442,25 +460,22 @@ def test_served_logits_refuse_ids_out_of_range_and_too_long(translator, tmp_path
     )
 
 
-def test_quantized_translator_serves_its_own_ids(translator, exported, tmp_path):
+def test_quantized_translator_serves_its_own_ids(
+    translator, exported, quantized, fresh
+):
     """A translator after `quantize("int8")` exports, and the SavedModel, in a
     fresh process, translates as the quantized model does in process."""
-    model, preprocessor = translator
-    model.save(tmp_path / "float.keras")
-    quantized = keras.saving.load_model(tmp_path / "float.keras")  # A copy.
-    quantized.quantize("int8")
-    path = export.export_translator(
-        quantized, preprocessor, tmp_path / "served", max_new_tokens=16, beam_width=3
-    )
+    _, preprocessor = translator
+    quantized, path = quantized
     expected = inference.translate_texts(
         quantized, preprocessor, SENTENCES, max_new_tokens=16
     )
     assert expected[0].startswith("w1 w2")  # Still a copy after quantization.
-    fresh = _fresh_process(path, SENTENCES)
-    assert fresh["out"]["serving_default"]["translations"] == expected
-    ids = np.asarray(fresh["out"]["tokenize"]["token_ids"])
+    out = fresh["out"][path]
+    assert out["serving_default"]["translations"] == expected
+    ids = np.asarray(out["tokenize"]["token_ids"])
     best, scores = quantized.beam_search(ids, 16, beam_width=3, num_return=3)
-    served = fresh["out"]["beam_search"]
+    served = out["beam_search"]
     assert served["translations"][0] == preprocessor.detokenize(np.asarray(best)[0])
     np.testing.assert_allclose(served["scores"], np.asarray(scores), atol=1e-4)
     # The served variables are the int8 weights, not float copies of them
