@@ -117,7 +117,7 @@ def _marian_config(sizes, new_tokens):
     )
 
 
-def _write_sentencepiece(directory):
+def write_sentencepiece(directory):
     """A tiny SentencePiece model as `source.spm` and `target.spm`:
     `MarianTokenizer`, which CTranslate2's converter loads, needs them;
     the vocabulary it reads is `vocab.json`'s."""
@@ -161,7 +161,7 @@ def prepare(directory, config, new_tokens):
     model.save_pretrained(checkpoint)
     with open(os.path.join(checkpoint, "vocab.json"), "w", encoding="utf-8") as file:
         json.dump(marian_pieces(sizes["vocab"]), file, ensure_ascii=False)
-    _write_sentencepiece(checkpoint)
+    write_sentencepiece(checkpoint)
     bytes_ = {}
     for quantization in ("float32", "int8"):
         out = os.path.join(directory, f"ct2-{quantization}")

@@ -126,12 +126,8 @@ def print_stream(pieces):
     print(flush=True)
 
 
-def run(args):
-    """Prints one translation per sentence (the arguments, or stdin's lines).
-
-    Returns:
-        0, the exit status.
-    """
+def _refuse_what_the_path_cannot_do(args, controls, flags):
+    """One `UsageError` naming the flags for a combination no path takes."""
     given = [bool(args.model_dir), bool(args.saved_model), bool(args.ctranslate2)]
     if sum(given) != 1:
         raise UsageError(
@@ -143,12 +139,6 @@ def run(args):
             "--length-penalty applies to --model-dir and --ctranslate2; a "
             "SavedModel ranks its beams with the penalty it was exported with."
         )
-    # Left out, each path's own API decides, and each reads
-    # `keras_seq.defaults`: the command adds no default of its own.
-    chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
-    options = {name: value for name, value in chosen.items() if value is not None}
-    controls = control_values(args)
-    flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
     unserved = [name for name in controls if name not in SAVED_MODEL_CONTROLS]
     if unserved and args.saved_model:
         named = ", ".join(flags[name] for name in unserved)
@@ -175,15 +165,53 @@ def run(args):
         )
     if args.stream and controls.get("return_scores"):
         raise UsageError("--stream writes text as it comes, without --scores.")
+
+
+def _from_model_dir(args, options, controls, flags):
+    """The run directory's translations (printed as they come with
+    `--stream`, then None), each with its score under `--scores`."""
+    trained = load_model_dir(args.model_dir, "translate")
+    with named_as_flags(
+        beam_width="--beam-width", length_penalty="--length-penalty", **flags
+    ):
+        checked = {k: v for k, v in controls.items() if k != "target_prefix"}
+        trained.check_translate_options(**options, **checked)
+    sentences = read_texts(args.texts)
+    if args.stream:
+        options.pop("beam_width", None)
+        with truncation_note(total=len(sentences)):
+            for sentence in sentences:
+                print_stream(trained.stream(sentence, **options, **controls))
+        return None
+    with truncation_note():
+        outputs = trained.translate(sentences, **options, **controls)
+    if controls.get("return_scores"):
+        return [f"{output.text}\t{output.log_prob:.4f}" for output in outputs]
+    return outputs
+
+
+def run(args):
+    """Prints one translation per sentence (the arguments, or stdin's lines).
+
+    Returns:
+        0, the exit status.
+    """
+    controls = control_values(args)
+    flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
+    _refuse_what_the_path_cannot_do(args, controls, flags)
+    # Left out, each path's own API decides, and each reads
+    # `keras_seq.defaults`: the command adds no default of its own.
+    chosen = {"beam_width": args.beam_width, "length_penalty": args.length_penalty}
+    options = {name: value for name, value in chosen.items() if value is not None}
     if args.ctranslate2:
         if args.stream:
             options = {"stream": True}
         return ctranslate2_model.translate_command(
             args.ctranslate2, args.texts, **options, **controls, flags=flags
         )
-    from zoo.recipes import saved_model
-
     if args.saved_model:
+        from zoo.recipes import saved_model
+
         with named_as_flags(**flags):
             check_control_values(
                 None, controls.get("min_new_tokens"), None,
@@ -194,24 +222,9 @@ def run(args):
                 args.saved_model, read_texts(args.texts), args.beam_width, **controls
             )
     else:
-        trained = load_model_dir(args.model_dir, "translate")
-        flags = {name: flag for flag, name in CONTROL_FLAGS.items()}
-        with named_as_flags(
-            beam_width="--beam-width", length_penalty="--length-penalty", **flags
-        ):
-            checked = {k: v for k, v in controls.items() if k != "target_prefix"}
-            trained.check_translate_options(**options, **checked)
-        sentences = read_texts(args.texts)
-        if args.stream:
-            options.pop("beam_width", None)
-            with truncation_note(total=len(sentences)):
-                for sentence in sentences:
-                    print_stream(trained.stream(sentence, **options, **controls))
+        outputs = _from_model_dir(args, options, controls, flags)
+        if outputs is None:
             return 0
-        with truncation_note():
-            outputs = trained.translate(sentences, **options, **controls)
-        if controls.get("return_scores"):
-            outputs = [f"{output.text}\t{output.log_prob:.4f}" for output in outputs]
     for output in outputs:
         print(output)
     return 0

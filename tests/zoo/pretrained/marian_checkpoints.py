@@ -6,13 +6,15 @@ tiny random model (2 + 2 layers, width 32, 4 heads) and Marian's
 adds the `source.spm` and `target.spm` that `MarianTokenizer` loads.
 """
 
-import io
 import json
 import os
 
-import sentencepiece
 import torch
 import transformers
+
+# The placeholder `source.spm` and `target.spm` `MarianTokenizer` needs to
+# load (the tests pass ids), as the Marian speed benchmark writes them.
+from benchmarks.marian_speed import write_sentencepiece  # noqa: F401
 
 WIDTH, FF_DIM, HEADS = 32, 64, 4
 # Every <pad> logit far below the others: transformers normalizes its
@@ -98,19 +100,3 @@ def make_checkpoint(directory, shared, activation, weights, tied, seed=0):
 def write_json(directory, name, value):
     with open(os.path.join(directory, name), "w", encoding="utf-8") as file:
         json.dump(value, file, ensure_ascii=False)
-
-
-def write_sentencepiece(directory):
-    """A tiny SentencePiece model as `source.spm` and `target.spm`:
-    `MarianTokenizer` needs them to load, though the tests pass ids."""
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(["guten tag", "die katze schläft"] * 5),
-        model_writer=model,
-        vocab_size=24,
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
-    for name in ("source.spm", "target.spm"):
-        with open(os.path.join(directory, name), "wb") as file:
-            file.write(model.getvalue())
