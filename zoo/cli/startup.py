@@ -22,6 +22,11 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
+
+# When the command began, its imports to come: `train --minutes` counts from
+# here, as the user's clock does (loading TensorFlow alone takes seconds).
+STARTED = time.time()
 
 # The starts of the lines TensorFlow's runtime writes while it loads.
 STARTUP_LOG_PREFIXES = (

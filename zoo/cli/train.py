@@ -6,6 +6,7 @@ import json
 import math
 import os
 
+from zoo.cli import startup
 from zoo.cli.errors import UsageError, check_preset
 from zoo.recipes import settings
 from zoo.recipes.families import FAMILIES, listed
@@ -492,7 +493,7 @@ def run(args):
         for name in ("strategy", "precision", "deterministic")
         if getattr(args, name) is not None
     }
-    machine = settings.RuntimeSettings(**runtime)
+    machine = settings.RuntimeSettings(**runtime, began=startup.STARTED)
     result = workflow.train(
         args.family, args.data, output_dir, chosen,
         overwrite=args.overwrite, machine=machine,

@@ -153,7 +153,7 @@ class Recipe:
         preprocessor = self.make_preprocessor(model, tokenizers, corpus, settings)
         run.save_preprocessor(preprocessor)
         fitted = Fitted(
-            model, preprocessor, run, started=started,
+            model, preprocessor, run, started=runtime.began or started,
             vocabulary_minutes=vocabulary_minutes,
         )  # fmt: skip
         self.fit(fitted, corpus, settings, runtime)
@@ -254,7 +254,11 @@ class Recipe:
         validation_data = runtimes.for_workers(validation_data, strategy, shard=False)
         runtimes.build_for_strategy(fitted.model, strategy, train_data)
         callbacks = [
-            TimeBudget(settings.minutes, announce=said.compiling(runtime.verbose)),
+            TimeBudget(
+                settings.minutes,
+                since=fitted.started,
+                announce=said.compiling(runtime.verbose),
+            ),
             fitted.shuffle_epoch,
             *checkpoint_callbacks(fitted.run, self.monitor),
         ]
@@ -292,12 +296,14 @@ class Recipe:
 
 @dataclasses.dataclass(frozen=True)
 class Execution:
-    """How `Recipe.train` runs: Keras' progress display and the
+    """How `Recipe.train` runs: Keras' progress display, the
     `tf.distribute` strategy (`runtime.make_strategy`; None: the default
-    device)."""
+    device) and the `time.time()` the time budget counts from (None: when
+    `Recipe.train` starts)."""
 
     verbose: int = 1
     strategy: object = None
+    began: float | None = None
 
 
 class Fitted:
@@ -308,7 +314,8 @@ class Fitted:
         model: the fitted `keras.Model`.
         preprocessor: its `keras_seq.text` preprocessor.
         run: the `RunDir`.
-        started: float, `time.time()` when training began.
+        started: float, the `time.time()` the run's time budget counts
+            from (`Execution.began`, or when `Recipe.train` started).
         vocabulary_minutes: float, of the vocabularies.
         shuffle_epoch: the `keras_seq.callbacks.ShuffleEpoch` of the datasets.
         history: Keras' dict of per-epoch figures.

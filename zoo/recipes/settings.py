@@ -293,11 +293,15 @@ class RuntimeSettings:
         strategy: str, one of `STRATEGIES`.
         precision: str, one of `PRECISIONS`.
         deterministic: bool, TensorFlow op determinism.
+        began: float or None, the `time.time()` the time budget counts
+            from (`keras-seq train`: the command's start); None: when
+            `workflow.train` is called.
     """
 
     strategy: str = "none"
     precision: str = "float32"
     deterministic: bool = False
+    began: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,6 +7,7 @@ its `Recipe`'s hooks around the run directory (`zoo.recipes.run_dir`).
 import contextlib
 import os
 import sys
+import time
 
 from zoo.recipes import run_dir, runtime
 from zoo.recipes.families import FAMILIES, listed
@@ -81,6 +82,7 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
 
         recipe = importing.started_from(recipe, chosen.init_from)
     machine = machine or RuntimeSettings()
+    began = machine.began or time.time()
     # A directory that can never hold the run is refused before the data
     # is read and said (claim checks it again, under its lock).
     run_dir.check_writable(output_dir, "--output-dir")
@@ -115,7 +117,8 @@ def train(name, data, output_dir, chosen, *, overwrite=False, machine=None,
             runtime.make_deterministic(chosen.seed)
         runtime.set_precision(machine.precision)
         announce_resume(output_dir, resumed, chosen.epochs)
-        result = recipe.train(corpus, run, chosen, Execution(verbose(), strategy))
+        execution = Execution(verbose(), strategy, began)
+        result = recipe.train(corpus, run, chosen, execution)
         record = run_record(data_record, chosen, result, resumed)
         run.save(name, result.model, record, recipe.vocabularies)
         return result
