@@ -144,10 +144,10 @@ def main(argv=None):
 
 def render(record):
     """The table of `record`, seconds."""
+    minutes = record["minutes asked"]
     lines = [
-        "| tree | train --minutes {:g}, start to exit | translate, start to first line |".format(
-            record["minutes asked"]
-        ),
+        f"| tree | train --minutes {minutes:g}, start to exit "
+        "| translate, start to first line |",
         "|---|---|---|",
     ]
     for tree, row in record["trees"].items():

@@ -62,7 +62,7 @@ def _started(monkeypatch, tmp_path, machine):
     pairs += [(f"text {i} bad", "neg") for i in range(20)]
     chosen = settings.ClassifierSettings(epochs=1, minutes=1.0, vocabulary_size=50)
     try:
-        workflow.train("classifier", pairs, str(tmp_path / "run"), chosen, machine=machine)
+        workflow.train("classifier", pairs, str(tmp_path), chosen, machine=machine)
     except _Fitted as fitted:
         return fitted.args[0]
     raise AssertionError("fit was not reached")
