@@ -51,14 +51,23 @@ def _keras_seq(tree, *arguments):
 
 
 def _train(tree, run, minutes):
+    """Seconds from start to exit, and what the run says it spent: its
+    epochs, training minutes and the last lines it printed."""
     began = time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         _keras_seq(tree, "train", "translator", "--data", "trans-de-en",
                    "--preset", "small", "--minutes", str(minutes),
                    "--output-dir", run),
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        check=True, capture_output=True, text=True,
     )  # fmt: skip
-    return time.perf_counter() - began
+    wall = time.perf_counter() - began
+    with open(os.path.join(run, "run.json"), encoding="utf-8") as file:
+        record = json.load(file)
+    return wall, {
+        "epochs": record.get("epochs"),
+        "train_minutes": record.get("train_minutes"),
+        "last_lines": done.stdout.splitlines()[-4:],
+    }
 
 
 def _first_line(tree, run):
@@ -100,10 +109,11 @@ def measure(trees, minutes, processes, scratch):
     results = {}
     for name, tree in trees.items():
         run = os.path.join(scratch, name)
-        trained = _train(tree, run, minutes)
+        trained, said = _train(tree, run, minutes)
         waits = [_first_line(tree, run) for _ in range(processes)]
         results[name] = {
             "train_s": trained,
+            "train_run": said,
             "translate_first_line_s": statistics.median(w["first line"] for w in waits),
             "translate_exit_s": statistics.median(w["exit"] for w in waits),
             "translate_runs": waits,

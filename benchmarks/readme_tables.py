@@ -1,23 +1,27 @@
-"""The speed table of the top-level README, generated from one results file.
+"""The top-level README's tables, generated from their results files.
 
-Every figure of the table comes from one run of `benchmarks/run.py` (its
+The speed table comes from one run of `benchmarks/run.py` (its
 `benchmarks.json`), named under the table with its date and the machine's
-load, so that a newer run replaces the old figures in one step:
+load; the results table has one row per run recorded by
+`scripts/record_run.py` (`docs/results/*.json`), each with its own date
+and load. A newer run replaces the old figures in one step:
 
     python -m benchmarks.readme_tables benchmarks/results/benchmarks.json \
         --readme README.md
 
-`tests/benchmarks/test_readme_tables.py` fails when the README's table is
-not what its results file gives.
+`tests/benchmarks/test_readme_tables.py` fails when a table of the README
+is not what its results files give.
 """
 
 import argparse
 import json
+import os
 
 from benchmarks import report
 
 START = "<!-- speed:start -->"
 END = "<!-- speed:end -->"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The README's names of the backends, in its column order.
 BACKENDS = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
 
@@ -110,29 +114,105 @@ def render(results, source):
     return report._table(header, body) + "\n\n" + line
 
 
-def replace_between_markers(text, body):
-    """`text` with what lies between `START` and `END` replaced by `body`."""
-    if START not in text or END not in text:
-        raise ValueError(f"the README has no {START} ... {END} markers")
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    return f"{head}{START}\n{body}\n{END}{tail}"
+def _translation_cell(run):
+    return (
+        f"cased BLEU {run['bleu_beam4']:.2f} with 4 beams, "
+        f"{run['bleu_greedy']:.2f} greedy ({run['epochs']} epochs)"
+    )
+
+
+def _accuracy_cell(run):
+    return f"test accuracy {run['test_accuracy']:.1%}"
+
+
+def _perplexity_cell(run):
+    return f"test perplexity {run['test_perplexity']:.1f} per token"
+
+
+# The rows of the results table: the recorded run, what it is, its figures.
+RESULTS = (
+    (
+        "docs/results/demo.json",
+        "`make demo`: German→English, `small`, 15 minutes, 898 test pairs",
+        _translation_cell,
+    ),
+    (
+        "docs/results/sentiment.json",
+        "`train classifier --epochs 6`, `small`, movie reviews",
+        _accuracy_cell,
+    ),
+    (
+        "docs/results/language-model.json",
+        "`train language-model --epochs 2`, `small`, Shakespeare",
+        _perplexity_cell,
+    ),
+)
+
+
+def render_results(records):
+    """The README's results table: one row per recorded run.
+
+    Args:
+        records: dict from each path of `RESULTS` to the content of that
+            file (`scripts/record_run.py`'s record).
+
+    Returns:
+        Markdown: each row's figures, the run's date and the load range
+        while it ran.
+    """
+    body = []
+    for path, what, cell in RESULTS:
+        record = records[path]
+        load = record["load"]
+        body.append([
+            what,
+            f"{cell(record['run'])} ([{record['started'][:10]}]({path}), "
+            f"load {load['min']:.1f}-{load['max']:.1f})",
+        ])  # fmt: skip
+    return report._table(["what", "result"], body)
+
+
+def read_results(root=ROOT):
+    """The records the results table is made from, keyed by path."""
+    records = {}
+    for path, _, _ in RESULTS:
+        with open(os.path.join(root, path), encoding="utf-8") as file:
+            records[path] = json.load(file)
+    return records
+
+
+def replace_between_markers(text, body, stem="speed"):
+    """`text` with what lies between its `<!-- {stem}:start -->` and
+    `<!-- {stem}:end -->` markers replaced by `body`."""
+    start, end = f"<!-- {stem}:start -->", f"<!-- {stem}:end -->"
+    if start not in text or end not in text:
+        raise ValueError(f"the README has no {start} ... {end} markers")
+    head, rest = text.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
+def rewrite(text, results, source, root=ROOT):
+    """`text` (a README) with both its tables generated anew."""
+    text = replace_between_markers(text, render(results, source))
+    return replace_between_markers(text, render_results(read_results(root)), "results")
 
 
 def main(argv=None):
     """`python -m benchmarks.readme_tables RESULTS.json [--readme README.md]`."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("results", help="benchmarks.json written by run.py")
-    parser.add_argument("--readme", help="rewrite this file's speed table")
+    parser.add_argument("--readme", help="rewrite this file's tables")
     args = parser.parse_args(argv)
     with open(args.results, encoding="utf-8") as file:
-        markdown = render(json.load(file), args.results)
-    print(markdown)
+        results = json.load(file)
+    print(render(results, args.results))
+    print(render_results(read_results()))
     if args.readme:
         with open(args.readme, encoding="utf-8") as file:
             text = file.read()
         with open(args.readme, "w", encoding="utf-8") as file:
-            file.write(replace_between_markers(text, markdown))
+            file.write(rewrite(text, results, args.results))
     return 0
 
 

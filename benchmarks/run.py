@@ -63,7 +63,8 @@ def _cpu_model():
     return platform.processor() or "unknown"
 
 
-def _machine():
+def machine():
+    """The processor, its logical CPUs, the platform and the first GPU."""
     return {
         "cpu": _cpu_model(),
         "logical_cpus": os.cpu_count(),
@@ -364,7 +365,7 @@ def run_accelerator(args, argv, accelerator):
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": "python -m benchmarks.run "
         + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": dict(_machine(), gpu=accelerator),
+        "machine": dict(machine(), gpu=accelerator),
         "accelerator": accelerator,
         "backend": "jax",
         "training": {},
@@ -495,7 +496,7 @@ def main(argv=None):
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": "python benchmarks/run.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": _machine(),
+        "machine": machine(),
         "load": {"start": timing.load_average()},
         "backends": {},
         "memory": [],

@@ -89,9 +89,9 @@ def test_the_machine_names_the_gpu_that_nvidia_smi_lists(tmp_path, monkeypatch):
     fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1234)'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert run._machine()["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert run.machine()["gpu"] == "NVIDIA H100 80GB HBM3"
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert run._machine()["gpu"] == "none (CPU only)"
+    assert run.machine()["gpu"] == "none (CPU only)"
 
 
 def test_the_report_says_where_the_figures_were_computed():
