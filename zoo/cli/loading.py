@@ -1,6 +1,9 @@
-"""Loading a model directory named by `--model-dir`."""
+"""Loading a model directory named by `--model-dir`, and saying what its
+first call waits for."""
 
+import contextlib
 import sys
+import time
 
 from zoo.cli.errors import reported_as_usage
 
@@ -36,3 +39,26 @@ def load_model_dir(path, command=None):
                 f"needs a {listed(command, 'or')}."
             )
     return trained
+
+
+@contextlib.contextmanager
+def compiling_said(doing):
+    """Says on stderr what the command is `doing` and that its decoding
+    loop compiles first, then how long the whole call took.
+
+    A fresh process compiles one decoding loop per batch shape before its
+    first output (seconds quiet, minutes on a busy machine); without a word
+    the command looks hung.
+
+    Args:
+        doing: str, e.g. "translating 20 sentences".
+    """
+    print(
+        f"{doing} (each new batch size compiles its decoding loop first)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    began = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - began
+    print(f"done in {seconds:.1f} s, compiling included", file=sys.stderr, flush=True)

@@ -6,7 +6,7 @@ from keras_seq.validation import check_control_values
 from zoo.cli import train
 from zoo.cli.errors import UsageError, check_at_least, named_as_flags
 from zoo.cli.inputs import read_texts, truncation_note
-from zoo.cli.loading import load_model_dir
+from zoo.cli.loading import compiling_said, load_model_dir
 from zoo.recipes.settings import TranslatorSettings
 from zoo.serving import ctranslate2_model
 
@@ -183,7 +183,8 @@ def _from_model_dir(args, options, controls, flags):
             for sentence in sentences:
                 print_stream(trained.stream(sentence, **options, **controls))
         return None
-    with truncation_note():
+    doing = f"translating {len(sentences)} sentence{'s' * (len(sentences) != 1)}"
+    with truncation_note(), compiling_said(doing):
         outputs = trained.translate(sentences, **options, **controls)
     if controls.get("return_scores"):
         return [f"{output.text}\t{output.log_prob:.4f}" for output in outputs]

@@ -2,6 +2,7 @@
 or stdin, and its refusals."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -64,6 +65,15 @@ def test_a_lowercased_directory_loads_and_translates(tiny_runs, tmp_path):
     assert lowered.returncode == 0, lowered.stderr[-2000:]
     lines = lowered.stdout.splitlines()
     assert len(lines) == 2 and all(line == line.lower() for line in lines)
+    # What the first call waits for is said, then how long it took.
+    said = lowered.stderr.splitlines()
+    first = said.index(
+        "translating 2 sentences (each new batch size compiles its decoding "
+        "loop first)..."
+    )
+    assert said.index(f"loading {out}...") < first
+    done = [line for line in said[first:] if line.startswith("done in ")]
+    assert re.fullmatch(r"done in \d+\.\d s, compiling included", done[0]), said
     older = tmp_path / "older"
     shutil.copytree(out, older)
     (older / "preprocessor.json").unlink()
