@@ -204,9 +204,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if reverse:
             # The output layer tied to the token table (Press & Wolf, 2017):
             # (B, T, D) x (D, V) -> (B, T, V) logits.
-            logits = self.token_embedding(token_ids, reverse=True)
             if self.logits_bias is None:
-                return logits
+                return self.token_embedding(token_ids, reverse=True)
+            logits = _tied_logits(token_ids, self.token_embedding)
             return logits + ops.cast(self.logits_bias, logits.dtype)
         self._check_token_ids(token_ids, start_index)
         x = self.token_embedding(token_ids)  # (B, T, D)
@@ -281,3 +281,15 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             }
         )
         return config
+
+
+def _tied_logits(hidden, embedding):
+    """(B, T, D) hidden states against the (V, D) token table as it is
+    stored, without its transpose: XLA on the CPU compiles a transposed
+    table's one-row matmul followed by the bias add into a fused loop many
+    times slower than the plain dot (`benchmarks/README.md`). A quantized
+    table goes through Keras' own reverse call, which reads its scales."""
+    if getattr(embedding, "quantization_mode", None):
+        return embedding(hidden, reverse=True)
+    table = ops.cast(embedding.embeddings, hidden.dtype)
+    return ops.einsum("...d,vd->...v", hidden, table)
