@@ -20,6 +20,10 @@ is tested equal to the plain einsum formulation in
 - `update_cache`: one `slice_update` of the stacked cache, which a compiled
   decoding loop does in place; updating keys and values apart and stacking
   them again would copy the whole cache at every step.
+- `tied_logits`: hidden states against the token table as it is stored,
+  (V, D), not against its transpose, because XLA on the CPU fuses a
+  transposed table's one-row matmul and the bias add that follows it
+  (Marian's logits bias) into a loop many times slower than the dot.
 
 TensorFlow and JAX decode under XLA, PyTorch eagerly, and some of these
 shapes only pay under XLA; `compiles_with_xla` is the one place where a
@@ -209,3 +213,19 @@ def _jax_on_gpu():
     import jax  # Backend-specific: only reached with the JAX backend.
 
     return jax.default_backend() == "gpu"
+
+
+def tied_logits(hidden, embedding):
+    """(..., D) hidden states -> (..., V) logits of a tied output layer:
+    `embedding`'s (V, D) table contracted as stored. A quantized table goes
+    through Keras' own reverse call, which reads its scales.
+
+    Args:
+        hidden: (..., D) tensor.
+        embedding: the `keras.layers.ReversibleEmbedding` the output is
+            tied to.
+    """
+    if getattr(embedding, "quantization_mode", None):
+        return embedding(hidden, reverse=True)
+    table = ops.cast(embedding.embeddings, hidden.dtype)
+    return ops.einsum("...d,vd->...v", hidden, table)

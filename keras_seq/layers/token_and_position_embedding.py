@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from keras_seq import masks as masks_lib
+from keras_seq.layers import attention_kernels as kernels
 from keras_seq.layers import layer_spec
 from keras_seq.layers.learned_positional_embedding import (
     LearnedPositionalEmbedding,
@@ -206,7 +207,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             # (B, T, D) x (D, V) -> (B, T, V) logits.
             if self.logits_bias is None:
                 return self.token_embedding(token_ids, reverse=True)
-            logits = _tied_logits(token_ids, self.token_embedding)
+            logits = kernels.tied_logits(token_ids, self.token_embedding)
             return logits + ops.cast(self.logits_bias, logits.dtype)
         self._check_token_ids(token_ids, start_index)
         x = self.token_embedding(token_ids)  # (B, T, D)
@@ -281,15 +282,3 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             }
         )
         return config
-
-
-def _tied_logits(hidden, embedding):
-    """(B, T, D) hidden states against the (V, D) token table as it is
-    stored, without its transpose: XLA on the CPU compiles a transposed
-    table's one-row matmul followed by the bias add into a fused loop many
-    times slower than the plain dot (`benchmarks/README.md`). A quantized
-    table goes through Keras' own reverse call, which reads its scales."""
-    if getattr(embedding, "quantization_mode", None):
-        return embedding(hidden, reverse=True)
-    table = ops.cast(embedding.embeddings, hidden.dtype)
-    return ops.einsum("...d,vd->...v", hidden, table)

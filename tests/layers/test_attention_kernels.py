@@ -140,3 +140,17 @@ def test_cached_attention_equals_the_einsum_formula(masked):
     np.testing.assert_allclose(
         ops.convert_to_numpy(context), expected_context, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5)])
+def test_tied_logits_equal_the_reverse_embedding(shape):
+    """The table contracted as stored gives the transposed table's logits."""
+    embedding = keras.layers.ReversibleEmbedding(50, 8, tie_weights=True)
+    embedding.build((None, None))
+    hidden = np.random.default_rng(0).normal(size=(*shape, 8)).astype("float32")
+    expected = ops.convert_to_numpy(embedding(hidden, reverse=True))
+    got = ops.convert_to_numpy(
+        kernels.tied_logits(ops.convert_to_tensor(hidden), embedding)
+    )
+    assert got.shape == (*shape, 50)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
