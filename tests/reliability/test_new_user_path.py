@@ -157,12 +157,17 @@ def test_translate_keeps_blank_lines_warns_on_truncation_and_names_bad_utf8(path
     assert len(outputs) == 5 and outputs[-1] == ""  # 4 lines in, 4 lines out
     assert outputs[1] == "" and outputs[3] == ""
     assert outputs[0] and outputs[2]
-    stderr = result.stderr.decode().splitlines()
-    assert stderr == [
-        f"loading {paths['model']}...",
+    loading, translating, done, note = result.stderr.decode().splitlines()
+    assert loading == f"loading {paths['model']}..."
+    assert translating == (
+        "translating 4 sentences (each new batch size compiles its decoding "
+        "loop first)..."
+    )
+    assert re.fullmatch(r"done in \d+\.\d s, compiling included", done), done
+    assert note == (
         "keras-seq: note: 1 of 4 sentences are longer than the model's "
-        "max_length (32 tokens); each was cut to it.",
-    ]
+        "max_length (32 tokens); each was cut to it."
+    )
     bad = subprocess.run(
         command, input=b"w1 w2.\nw\xff\xfe.\n", capture_output=True, env=env,
         timeout=240,
