@@ -327,9 +327,13 @@ class SentencePieceTokenizer(tf.Module):
         return len(self._tokens)
 
     def __call__(self, sentences):
-        """(B,) `tf.string` -> ragged (B, None) int32 ids (the best segmentation)."""
+        """(B,) `tf.string` -> ragged (B, None) int32 ids (the best
+        segmentation); one string -> (None,) ids, as keras-hub's tokenizers."""
+        sentences = tf.convert_to_tensor(sentences, tf.string)
+        if sentences.shape.rank == 0:
+            return self(sentences[tf.newaxis])[0]
         if tf.executing_eagerly():
-            return self._eager_ids(tf.convert_to_tensor(sentences, tf.string))
+            return self._eager_ids(sentences)
         return self._graph_ids(sentences)
 
     tokenize = __call__

@@ -88,6 +88,16 @@ def test_graph_and_eager_and_tf_data_agree(preprocessor, english):
     assert piped == preprocessor.tokenize_target(tf.constant(texts)).to_list()
 
 
+def test_a_single_string_gives_one_row_as_keras_hub_tokenizers_do(preprocessor):
+    tokenizer = preprocessor.source_tokenizer
+    texts = ["Grüße, café!", "", "der Hund"]
+    rows = tokenizer(tf.constant(texts)).to_list()
+    for text, row in zip(texts, rows):
+        assert tokenizer.tokenize(text).numpy().tolist() == row
+        graph = tf.function(lambda t: tokenizer(t))(tf.constant(text))
+        assert graph.shape.rank == 1 and graph.numpy().tolist() == row
+
+
 def test_detokenize_is_the_pieces_joined_and_skips_reserved_ids(preprocessor):
     tokenizer = preprocessor.target_tokenizer
     ids = tokenizer(tf.constant(["the cat sees a dog."])).to_list()[0]
