@@ -336,8 +336,13 @@ class ModelServer:
         }
         # The first call of a signature traces and compiles its graph; a
         # client should not pay for it.
-        for name, batcher in batchers.items():
-            batcher.run(servable.signatures[name].warm_up_arrays())
+        try:
+            for name, batcher in batchers.items():
+                batcher.run(servable.signatures[name].warm_up_arrays())
+        except BaseException:
+            for batcher in batchers.values():  # `stop` knows only loaded ones.
+                batcher.close()
+            raise
         self.servable, self.batchers = servable, batchers
         self.state = "AVAILABLE"
         return self

@@ -9,6 +9,7 @@ import pytest
 
 from tests.zoo.serving.conftest import NAME
 from tests.zoo.serving.http_client import call
+from zoo.serving import ModelServer
 from zoo.serving.batching import Batcher
 from zoo.serving.servable import RequestError
 
@@ -229,3 +230,26 @@ def test_rows_past_the_cap_are_refused_in_one_line(server):
         },
     )
     assert answered[0] == 200 and len(answered[1]["predictions"]) == 3
+
+
+class _WarmUpFails(_Doubler):
+    def warm_up_arrays(self):
+        return {"x": np.array([[-1]])}
+
+
+def test_a_failed_warm_up_leaves_no_batcher_running():
+    signatures = {"double": _WarmUpFails(), "also": _Doubler()}
+    signatures["also"].warm_up_arrays = lambda: {"x": np.array([[1]])}
+    signatures["also"].name = "also"
+
+    class Servable:
+        def __init__(self, path, version):
+            self.signatures = signatures
+
+    before = {t for t in threading.enumerate() if t.name.startswith("batcher-")}
+    server = ModelServer("x", 1, "m", port=0, servable_class=Servable)
+    with pytest.raises(RequestError, match="negative"):
+        server.load()
+    server.stop(grace=0)
+    after = {t for t in threading.enumerate() if t.name.startswith("batcher-")}
+    assert after == before and server.state == "END"
