@@ -7,17 +7,18 @@ with one tokenizer, then scores the test split with 4 beams and greedily.
 The tokenizers are compared at the same seed, budget and vocabulary size
 (`--vocabulary-size`, the most each side may hold: SentencePiece learns
 exactly that many pieces, WordPiece at most that many above its frequency
-floor). `--tokenizers` picks which this process runs, so that the two can
-run side by side, each in its own process on its own core
-(`--threads 1`, `taskset`), under the same conditions. One CSV row a run
-is appended to `--output` as it finishes; `--table` prints the paired
-runs of a CSV as Markdown.
+floor, so that a SentencePiece arm at WordPiece's learned size tells the
+segmentation from the size). `--tokenizers` picks which this process
+runs, so that the two can run side by side, each in its own process on its
+own core (`--threads 1`, `taskset`), under the same conditions. One CSV
+row a run is appended to `--output` as it finishes; `--table` prints the
+paired runs of the CSVs as Markdown.
 
     taskset -c 0 python -m benchmarks.tokenizers --tokenizers wordpiece \\
-        --threads 1 --output tokenizers.csv &
+        --threads 1 --output wordpiece.csv &
     taskset -c 1 python -m benchmarks.tokenizers --tokenizers sentencepiece \\
-        --threads 1 --output tokenizers.csv
-    python -m benchmarks.tokenizers --table tokenizers.csv
+        --threads 1 --output sentencepiece.csv
+    python -m benchmarks.tokenizers --table wordpiece.csv sentencepiece.csv
 """
 
 import argparse
@@ -29,11 +30,12 @@ import time
 
 FIELDS = (
     "tokenizer", "seed", "minutes", "threads", "bleu_beam4", "bleu_greedy",
-    "bleu_beam4_lowercase", "epochs", "kept", "source_vocabulary",
+    "bleu_beam4_lowercase", "epochs", "kept", "vocabulary_size", "source_vocabulary",
     "target_vocabulary", "source_tokens_per_sentence",
     "target_tokens_per_sentence", "wall_minutes",
 )  # fmt: skip
 TOKENIZERS = ("wordpiece", "sentencepiece")
+DEFAULT_SIZE = 8000  # `TranslatorSettings.vocabulary_size`, what `train` asks.
 
 
 def _tokens_per_sentence(tokenizer, texts):
@@ -41,13 +43,15 @@ def _tokens_per_sentence(tokenizer, texts):
     return sum(len(tokenizer.tokenize(text)) for text in texts) / len(texts)
 
 
-def run_one(tokenizer, seed, minutes, threads):
+def run_one(tokenizer, seed, minutes, threads, vocabulary_size=DEFAULT_SIZE):
     """One demo run with `tokenizer`; its CSV row as a dict."""
     from zoo.recipes import corpora, settings
     from zoo.recipes.recipe import Execution
     from zoo.recipes.translator import RECIPE
 
-    chosen = settings.DEMO.replace(seed=seed, minutes=minutes, tokenizer=tokenizer)
+    chosen = settings.DEMO.replace(
+        seed=seed, minutes=minutes, tokenizer=tokenizer, vocabulary_size=vocabulary_size
+    )
     corpus = corpora.translation_corpus(
         None, chosen.variants, chosen.phrases, None, seed, dictionary=True
     )
@@ -63,6 +67,7 @@ def run_one(tokenizer, seed, minutes, threads):
         "bleu_beam4_lowercase": round(result.test_bleu["bleu_beam4_lowercase"], 2),
         "epochs": len(result.history.get("loss", ())),
         "kept": (result.averaging or {}).get("kept", "last"),
+        "vocabulary_size": vocabulary_size,
         "source_vocabulary": int(result.source_tokenizer.vocabulary_size()),
         "target_vocabulary": int(result.target_tokenizer.vocabulary_size()),
         "source_tokens_per_sentence": round(
@@ -73,43 +78,66 @@ def run_one(tokenizer, seed, minutes, threads):
     }  # fmt: skip
 
 
+def _arm(row):
+    """(tokenizer, the vocabulary size asked) of a CSV row."""
+    return row["tokenizer"], int(row.get("vocabulary_size") or DEFAULT_SIZE)
+
+
+def _arm_name(arm):
+    name = {"wordpiece": "WordPiece", "sentencepiece": "SentencePiece"}[arm[0]]
+    return f"{name} ({arm[1]:,} asked)"
+
+
 def pairs_table(rows):
-    """Markdown: each seed's two runs side by side, then the medians and
-    which tokenizer scored higher in how many seeds."""
+    """Markdown: each seed's runs side by side, WordPiece first, then for
+    each other arm how many seeds it scored higher in (4 beams) and the
+    median difference."""
     runs = {}
     for row in rows:
-        runs.setdefault((float(row["minutes"]), int(row["seed"])), {})[
-            row["tokenizer"]
-        ] = row
+        key = (float(row["minutes"]), int(row["seed"]))
+        runs.setdefault(key, {})[_arm(row)] = row
+    arms = sorted({arm for pair in runs.values() for arm in pair}, key=_order)
     lines = [
-        "| --minutes | seed | WordPiece: BLEU 4 beams, greedy, epochs, "
-        "vocabularies, pieces a sentence (source/target) | SentencePiece "
-        "(unigram): the same | SentencePiece - WordPiece, 4 beams |",
-        "|---|---|---|---|---|",
+        "| --minutes | seed | "
+        + " | ".join(
+            f"{_arm_name(arm)}: BLEU 4 beams, greedy, epochs, vocabularies, "
+            "pieces a sentence (source/target)"
+            for arm in arms
+        )
+        + " |",
+        "|---|---|" + "---|" * len(arms),
     ]
-    gaps = []
+    gaps = {arm: [] for arm in arms[1:]}
     for (minutes, seed), pair in sorted(runs.items()):
-        if set(pair) != set(TOKENIZERS):
+        if arms[0] not in pair or len(pair) < 2:
             continue
         cells = [
             f"{r['bleu_beam4']}, {r['bleu_greedy']}, {r['epochs']}, "
             f"{int(r['source_vocabulary']):,}/{int(r['target_vocabulary']):,}, "
             f"{r['source_tokens_per_sentence']}/{r['target_tokens_per_sentence']}"
-            for r in (pair["wordpiece"], pair["sentencepiece"])
+            if r
+            else "not run"
+            for r in (pair.get(arm) for arm in arms)
         ]
-        gap = float(pair["sentencepiece"]["bleu_beam4"]) - float(
-            pair["wordpiece"]["bleu_beam4"]
-        )
-        gaps.append(gap)
-        lines.append(f"| {minutes:g} | {seed} | {cells[0]} | {cells[1]} | {gap:+.2f} |")
-    if gaps:
-        higher = sum(g > 0 for g in gaps)
-        lines.append(
-            f"\npaired runs: {len(gaps)}; SentencePiece higher in {higher}, "
-            f"WordPiece higher in {sum(g < 0 for g in gaps)}; median difference "
-            f"{statistics.median(gaps):+.2f} BLEU"
-        )
-    return "\n".join(lines)
+        for arm in arms[1:]:
+            if arm in pair:
+                gaps[arm].append(
+                    float(pair[arm]["bleu_beam4"]) - float(pair[arms[0]]["bleu_beam4"])
+                )
+        lines.append(f"| {minutes:g} | {seed} | " + " | ".join(cells) + " |")
+    verdicts = [
+        f"{_arm_name(arm)} against {_arm_name(arms[0])}, 4 beams: "
+        f"{len(arm_gaps)} paired runs, higher in {sum(g > 0 for g in arm_gaps)}, "
+        f"lower in {sum(g < 0 for g in arm_gaps)}; median difference "
+        f"{statistics.median(arm_gaps):+.2f} BLEU"
+        for arm, arm_gaps in gaps.items()
+        if arm_gaps
+    ]
+    return "\n".join(lines + [""] * bool(verdicts) + verdicts)
+
+
+def _order(arm):
+    return arm[0] != "wordpiece", -arm[1]
 
 
 def _append(path, row):
@@ -130,13 +158,18 @@ def main(argv=None):
                         help="the training budget (default: the demo's)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None,
                         help="TensorFlow's threads (default: all)")  # fmt: skip
+    parser.add_argument("--vocabulary-size", type=int, default=DEFAULT_SIZE,
+                        help="the most pieces a side may hold")  # fmt: skip
     parser.add_argument("--output", default="tokenizers.csv")
-    parser.add_argument("--table", metavar="CSV",
-                        help="print the paired runs of CSV and stop")  # fmt: skip
+    parser.add_argument("--table", metavar="CSV", nargs="+",
+                        help="print the paired runs of the CSVs and stop")  # fmt: skip
     args = parser.parse_args(argv)
     if args.table:
-        with open(args.table) as f:
-            print(pairs_table(list(csv.DictReader(f))))
+        rows = []
+        for path in args.table:
+            with open(path) as f:
+                rows += list(csv.DictReader(f))
+        print(pairs_table(rows))
         return
     import tensorflow as tf
 
@@ -148,7 +181,10 @@ def main(argv=None):
     minutes = args.minutes or settings.DEMO.minutes
     for seed in args.seeds:
         for tokenizer in args.tokenizers:
-            row = run_one(tokenizer, seed, minutes, args.threads or os.cpu_count())
+            row = run_one(
+                tokenizer, seed, minutes, args.threads or os.cpu_count(),
+                args.vocabulary_size,
+            )  # fmt: skip
             _append(args.output, row)
             print(row, flush=True)
 

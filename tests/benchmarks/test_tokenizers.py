@@ -5,9 +5,10 @@ import csv
 from benchmarks import tokenizers
 
 
-def _row(tokenizer, seed, beams, minutes=15.0):
+def _row(tokenizer, seed, beams, minutes=15.0, size="8000"):
     return {
         "tokenizer": tokenizer, "seed": str(seed), "minutes": str(minutes),
+        "vocabulary_size": size,
         "threads": "1", "bleu_beam4": str(beams), "bleu_greedy": "1.0",
         "bleu_beam4_lowercase": "2.0", "epochs": "30", "kept": "average",
         "source_vocabulary": "8000", "target_vocabulary": "2379",
@@ -25,14 +26,34 @@ def test_each_seed_pairs_its_runs_and_the_verdict_counts_the_gaps():
     ]  # fmt: skip
     table = tokenizers.pairs_table(rows)
     lines = table.splitlines()
+    assert "WordPiece (8,000 asked)" in lines[0].split(" | ")[2]
     assert [line.split(" | ")[1] for line in lines[2:5]] == ["0", "1", "2"]
-    gaps = [line.split(" | ")[-1] for line in lines[2:5]]
-    assert gaps == ["+0.50 |", "-0.25 |", "+1.00 |"]
     assert "| 15 | 0 | 5.0, 1.0, 30, 8,000/2,379, 11.5/10.9 |" in table
     assert lines[-1] == (
-        "paired runs: 3; SentencePiece higher in 2, WordPiece higher in 1; "
-        "median difference +0.50 BLEU"
+        "SentencePiece (8,000 asked) against WordPiece (8,000 asked), 4 beams: "
+        "3 paired runs, higher in 2, lower in 1; median difference +0.50 BLEU"
     )
+
+
+def test_a_third_arm_gets_its_own_column_and_verdict():
+    rows = [_row("wordpiece", 0, 5.0), _row("sentencepiece", 0, 4.0)]
+    rows[0].pop("vocabulary_size")  # A row written before the column.
+    rows.append(_row("sentencepiece", 0, 5.75, size="2500"))
+    rows += [_row("wordpiece", 1, 3.0), _row("sentencepiece", 1, 3.5)]
+    lines = tokenizers.pairs_table(rows).splitlines()
+    header = lines[0].split(" | ")
+    assert [h.split(":")[0] for h in header[2:]] == [
+        "WordPiece (8,000 asked)",
+        "SentencePiece (8,000 asked)",
+        "SentencePiece (2,500 asked)",
+    ]
+    assert lines[1] == "|---|---|---|---|---|"
+    assert lines[2].startswith("| 15 | 0 | 5.0,")
+    assert lines[3].startswith("| 15 | 1 | 3.0,") and lines[3].endswith("| not run |")
+    assert lines[-2].startswith("SentencePiece (8,000 asked)")
+    assert lines[-2].endswith("lower in 1; median difference -0.25 BLEU")
+    assert lines[-1].startswith("SentencePiece (2,500 asked)")
+    assert lines[-1].endswith("higher in 1, lower in 0; median difference +0.75 BLEU")
 
 
 def test_rows_append_under_one_header(tmp_path):
