@@ -20,10 +20,12 @@ is tested equal to the plain einsum formulation in
 - `update_cache`: one `slice_update` of the stacked cache, which a compiled
   decoding loop does in place; updating keys and values apart and stacking
   them again would copy the whole cache at every step.
-- `tied_logits`: hidden states against the token table as it is stored,
-  (V, D), not against its transpose, because XLA on the CPU fuses a
-  transposed table's one-row matmul and the bias add that follows it
-  (Marian's logits bias) into a loop many times slower than the dot.
+- `tied_logits`: the token table as it is stored, (V, D), contracted with
+  the hidden states as the einsum's first operand, because XLA on the CPU
+  fuses the one-row product and the bias add that follows it (Marian's
+  logits bias) into a loop many times slower than the dot when the table
+  is transposed first or is the second operand (TensorFlow's XLA in either
+  case, JAX's in the first).
 
 TensorFlow and JAX decode under XLA, PyTorch eagerly, and some of these
 shapes only pay under XLA; `compiles_with_xla` is the one place where a
@@ -228,4 +230,4 @@ def tied_logits(hidden, embedding):
     if getattr(embedding, "quantization_mode", None):
         return embedding(hidden, reverse=True)
     table = ops.cast(embedding.embeddings, hidden.dtype)
-    return ops.einsum("...d,vd->...v", hidden, table)
+    return ops.einsum("vd,...d->...v", table, hidden)
