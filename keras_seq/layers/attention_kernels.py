@@ -20,12 +20,13 @@ is tested equal to the plain einsum formulation in
 - `update_cache`: one `slice_update` of the stacked cache, which a compiled
   decoding loop does in place; updating keys and values apart and stacking
   them again would copy the whole cache at every step.
-- `tied_logits`: the token table as it is stored, (V, D), contracted with
-  the hidden states as the einsum's first operand, because XLA on the CPU
-  fuses the one-row product and the bias add that follows it (Marian's
-  logits bias) into a loop many times slower than the dot when the table
-  is transposed first or is the second operand (TensorFlow's XLA in either
-  case, JAX's in the first).
+- `tied_logits`: the token table as it is stored, (V, D), as the einsum's
+  first operand, because XLA on the CPU fuses the one-row product and the
+  bias add that follows it (Marian's logits bias) into a loop many times
+  slower than the dot when the table is transposed first or is the second
+  operand (TensorFlow's XLA in either case, JAX's in the first); and the
+  hidden states flattened to (rows, D), because TensorFlow's XLA ran the
+  3-D product slower at a beam search's 128 rows.
 
 TensorFlow and JAX decode under XLA, PyTorch eagerly, and some of these
 shapes only pay under XLA; `compiles_with_xla` is the one place where a
@@ -230,4 +231,6 @@ def tied_logits(hidden, embedding):
     if getattr(embedding, "quantization_mode", None):
         return embedding(hidden, reverse=True)
     table = ops.cast(embedding.embeddings, hidden.dtype)
-    return ops.einsum("vd,...d->...v", table, hidden)
+    rows = ops.reshape(hidden, (-1, ops.shape(hidden)[-1]))
+    logits = ops.einsum("vd,nd->nv", table, rows)
+    return ops.reshape(logits, (*ops.shape(hidden)[:-1], ops.shape(table)[0]))
