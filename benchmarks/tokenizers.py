@@ -1,5 +1,5 @@
 """WordPiece against SentencePiece for the demo's translator
-(benchmarks/README.md, "WordPiece or SentencePiece").
+(docs/experiments.md, "WordPiece or SentencePiece").
 
 Each run trains what `keras-seq demo` trains (`settings.DEMO`: the `small`
 translator on trans-de-en for `--minutes`, the mean of its last 5 epochs)
